@@ -1,0 +1,208 @@
+"""The `agentmem` command line: remember, recall, history, get, stats, check, rebuild, export, import."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agentmem.errors import AgentMemError, NotFoundError, ValidationError
+from agentmem.kinds import KINDS, TIERS
+from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("AGENTMEM_DATA_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "agentmem"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="agentmem", description="A versioned memory for AI agents.")
+    p.add_argument("--data-dir", type=Path, default=None, help="data directory (env AGENTMEM_DATA_DIR)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("remember", help="store a memory (creates, reinforces or supersedes)")
+    r.add_argument("content")
+    r.add_argument("--project", default=os.environ.get("AGENTMEM_PROJECT", "default"))
+    r.add_argument("--kind", default="fact", help=f"one of {', '.join(KINDS)}")
+    r.add_argument("--tier", default="semantic", help=f"one of {', '.join(TIERS)}")
+    r.add_argument("--title")
+    r.add_argument("--key", help="an explicit slot, e.g. project.database")
+    r.add_argument("--triple", nargs=3, metavar=("SUBJECT", "PREDICATE", "OBJECT"))
+    r.add_argument("--agent")
+    r.add_argument("--session")
+    r.add_argument("--salience", type=float, default=0.5)
+    r.add_argument("--ttl-days", type=float)
+    r.add_argument("--expires-at")
+    r.add_argument("--valid-from")
+    r.add_argument("--pinned", action="store_true")
+
+    q = sub.add_parser("recall", help="search current memories (or those valid --as-of a time)")
+    q.add_argument("query")
+    q.add_argument("--project")
+    q.add_argument("-k", type=int, default=10)
+    q.add_argument("--agent")
+    q.add_argument("--tier", action="append", default=[])
+    q.add_argument("--kind", action="append", default=[])
+    q.add_argument("--as-of")
+
+    for name, text in (("get", "show one version"), ("history", "show every version of a memory's lineage")):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("id", type=int)
+
+    sub.add_parser("stats", help="counts over the store and indexes")
+    sub.add_parser("check", help="compare index ids with DuckDB (exit 1 when they differ)")
+    b = sub.add_parser("rebuild", help="rebuild the indexes from DuckDB")
+    b.add_argument("--only", choices=["bm25", "vectors"])
+    e = sub.add_parser("export", help="write every version and link as JSON Lines")
+    e.add_argument("file", nargs="?", default="-", help="output file, - for stdout")
+    i = sub.add_parser("import", help="load a JSON Lines export into this data directory")
+    i.add_argument("file", help="input file, - for stdin")
+    return p
+
+
+def _out(args: argparse.Namespace, value: Any, text: str) -> None:
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+    else:
+        print(text)
+
+
+def _line(m: MemoryVersion) -> str:
+    state = m.status if not m.is_latest or m.status != "active" else "current"
+    return f"#{m.id} v{m.version} [{state}] ({m.kind}, {m.project}) {m.content}"
+
+
+def _remember_text(r: RememberResult) -> str:
+    text = f"{r.outcome}: {_line(r.memory)}"
+    if r.superseded_id is not None:
+        text += f"\n  replaced #{r.superseded_id} by {r.reason} (similarity {r.similarity})"
+    for d in r.near_duplicates:
+        text += f"\n  near duplicate #{d.id} ({d.similarity}): {d.content}"
+    return text
+
+
+def _history_text(versions: list[MemoryVersion]) -> str:
+    lines = []
+    for v in versions:
+        lines.append(_line(v))
+        if v.superseded_by is not None:
+            lines.append(
+                f"    superseded by #{v.superseded_by} at {v.superseded_at:%Y-%m-%d %H:%M} "
+                f"({v.supersede_reason}, similarity {v.supersede_similarity})"
+            )
+    return "\n".join(lines)
+
+
+def _hits_text(hits: list[Hit]) -> str:
+    if not hits:
+        return "no memories found"
+    return "\n".join(f"{h.score:.4f}  {_line(h.memory)}" for h in hits)
+
+
+def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
+    data_dir = args.data_dir or default_data_dir()
+    with open_memory(data_dir) as mem:
+        cmd = args.command
+        if cmd == "remember":
+            item = NewMemory(
+                content=args.content,
+                project=args.project,
+                kind=args.kind,
+                tier=args.tier,
+                title=args.title,
+                key=args.key,
+                triple=Triple(*args.triple) if args.triple else None,
+                agent=args.agent,
+                session=args.session,
+                source="cli",
+                salience=args.salience,
+                ttl_days=args.ttl_days,
+                expires_at=args.expires_at,
+                valid_from=args.valid_from,
+                pinned=args.pinned,
+            )
+            result = mem.remember(item)
+            _out(args, result, _remember_text(result))
+        elif cmd == "recall":
+            hits = mem.recall(
+                args.query, project=args.project, k=args.k, agent=args.agent, tiers=args.tier, kinds=args.kind, as_of=args.as_of
+            )
+            _out(args, hits, _hits_text(hits))
+        elif cmd == "get":
+            m = mem.get(args.id)
+            _out(args, m, _history_text([m]))
+        elif cmd == "history":
+            versions = mem.history(args.id)
+            _out(args, versions, _history_text(versions))
+        elif cmd == "stats":
+            s = mem.stats()
+            _out(args, s, "\n".join(f"{k}: {v}" for k, v in msgspec.structs.asdict(s).items()))
+        elif cmd in ("check", "rebuild"):
+            report = mem.check() if cmd == "check" else mem.rebuild([args.only] if args.only else ("bm25", "vectors"))
+            text = [f"expected {report.expected} latest active memories"]
+            for r in report.indexes:
+                text.append(f"{r.name}: {r.count} ids, {len(r.missing)} missing, {len(r.extra)} extra")
+            text.append("consistent" if report.ok else "INCONSISTENT")
+            _out(args, {"ok": report.ok, **msgspec.structs.asdict(report)}, "\n".join(text))
+            return EXIT_OK if report.ok else EXIT_ERROR
+        elif cmd == "export":
+            from agentmem.transfer import export_to
+
+            if args.file == "-":
+                n = export_to(mem, sys.stdout.buffer)
+            else:
+                with open(args.file, "wb") as f:
+                    n = export_to(mem, f)
+            print(f"exported {n} lines", file=sys.stderr)
+        elif cmd == "import":
+            from agentmem.transfer import import_lines
+
+            if args.file == "-":
+                n = import_lines(mem, sys.stdin.buffer)
+            else:
+                try:
+                    with open(args.file, "rb") as f:
+                        n = import_lines(mem, f)
+                except FileNotFoundError:
+                    raise ValidationError(f"no such file: {args.file}") from None
+            _out(args, {"imported": n}, f"imported {n} versions")
+    return EXIT_OK
+
+
+def _open_real(path: Path) -> Any:
+    from agentmem.memory import Memory
+    from indexes.embed import SentenceTransformerEmbedder
+
+    return Memory(path, embedder=SentenceTransformerEmbedder())
+
+
+def main(argv: Sequence[str] | None = None, *, open_memory: Callable[[Path], Any] = _open_real) -> int:
+    """Run one command; returns the exit code (2 bad input, 3 not found, 1 other failures)."""
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args, open_memory)
+    except NotFoundError as exc:
+        print(f"agentmem: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except ValidationError as exc:
+        print(f"agentmem: invalid input: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except AgentMemError as exc:
+        print(f"agentmem: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,503 @@
+"""The Memory facade: remember, revise, recall, history, and the index upkeep behind them.
+
+>>> with Memory("~/.local/share/agentmem", embedder=SentenceTransformerEmbedder()) as mem:  # doctest: +SKIP
+...     mem.remember("We use Postgres 15", project="shop", key="db")
+...     mem.remember("We moved to MySQL", project="shop", key="db").outcome
+'superseded'
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentmem import validate
+from agentmem.config import Config
+from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
+from agentmem.kinds import KINDS, TIERS
+from agentmem.migrations import LATEST
+from agentmem.ranking import score
+from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
+from agentmem.store import COLUMNS, INDEXABLE, Store, StoreSource, to_version
+from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide, slot_of
+from agentmem.text import jaccard, normalise, sha256, tokens
+from indexes.docs import IndexFailure
+from indexes.embed import Embedder, embed_query
+from indexes.sync import Consistency, IndexSet
+
+log = logging.getLogger("agentmem")
+
+DB_FILE = "agentmem.duckdb"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Memory:
+    """A versioned memory in one data directory: DuckDB of record plus BM25 and vector indexes.
+
+    Writes are serialised by one lock; recall may run from many threads at once.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        embedder: Embedder,
+        config: Config | None = None,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder
+        self.config = config or Config()
+        self.clock = clock
+        self._write = threading.RLock()
+        self._access: Counter[int] = Counter()
+        self._access_lock = threading.Lock()
+        self._stale = False
+        self.store = Store(self.path / DB_FILE)
+        try:
+            self._backfill_embeddings()
+            self.indexes = IndexSet(
+                self.path / "index",
+                StoreSource(self.store, embedder.name),
+                dim=embedder.dim,
+                model=embedder.name,
+                flush_every=self.config.vector_flush_every,
+            )
+        except BaseException:
+            self.store.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Write pending access counts, persist the indexes, release the data directory."""
+        with self._write:
+            self._flush_access()
+            try:
+                self.indexes.close()
+            finally:
+                self.store.close()
+
+    def flush(self) -> None:
+        with self._write:
+            self._flush_access()
+            self._sync()
+            self.indexes.flush()
+
+    # -- writing -----------------------------------------------------------
+
+    def remember(self, item: NewMemory | str, /, **fields: Any) -> RememberResult:
+        """Store a memory: create it, reinforce the same memory, or supersede the one it replaces."""
+        if isinstance(item, str):
+            try:
+                item = NewMemory(content=item, **fields)
+            except TypeError as exc:
+                raise ValidationError(str(exc)) from None
+        elif fields:
+            raise ValidationError("pass either a NewMemory or keyword fields, not both")
+        new = validate.new_memory(item, self.config, self.clock())
+        content_hash = sha256(new.content)
+        vector = self._vector_for(new.content, content_hash)
+        with self._write:
+            self._flush_access()
+            now = self.clock()
+            decision = self._decide(new, vector)
+            if decision.outcome == "reinforced":
+                assert decision.target is not None
+                result = self._reinforce(decision, now)
+            else:
+                result = self._create(new, content_hash, vector, decision, now)
+            self._sync()
+            return result
+
+    def revise(self, memory_id: int, content: str, *, reason: str = "explicit", **changes: Any) -> RememberResult:
+        """Write a new version of a current memory; unchanged fields carry over from it."""
+        reason = validate.content(reason, self.config, "reason")
+        with self._write:
+            old = self.get(memory_id)
+            if not old.is_latest or old.status != "active":
+                raise ValidationError(f"memory {memory_id} is {old.status}, not the current version; revise the latest")
+            base = {f: getattr(old, f) for f in NewMemory.__struct_fields__ if hasattr(old, f)}
+            base.update(source_ids=list(old.source_ids), confidence=None, valid_from=None, expires_at=old.expires_at)
+            unknown = set(changes) - set(NewMemory.__struct_fields__)
+            if unknown:
+                raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
+            base.update(changes, content=content)
+            now = self.clock()
+            if base["expires_at"] is not None and base["expires_at"] <= now:
+                base["expires_at"] = None
+            new = validate.new_memory(NewMemory(**base), self.config, now)
+            content_hash = sha256(new.content)
+            vector = self._vector_for(new.content, content_hash)
+            sim = _jaccard_text(new.content, old.content)
+            decision = Decision("superseded", target=old, reason=reason, similarity=sim)
+            result = self._create(new, content_hash, vector, decision, now)
+            self._sync()
+            return result
+
+    def _vector_for(self, content: str, content_hash: str) -> np.ndarray:
+        row = self.store.cursor().execute(
+            "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, self.embedder.name]
+        ).fetchone()
+        if row is not None:
+            return np.asarray(row[0], dtype=np.float32)
+        try:
+            return self.embedder.embed([content])[0]
+        except IndexFailure as exc:
+            raise IndexUnavailableError(str(exc)) from exc
+
+    def _decide(self, new: NewMemory, vector: np.ndarray) -> Decision:
+        """Gather the current memories the rules look at: by key, by slot, by content, by search."""
+        current = f"project = ? AND {INDEXABLE} AND kind NOT IN ('event', 'observation')"
+        keyed = slotted = exact = None
+        if new.kind not in NEVER_SUPERSEDED:
+            if new.key is not None:
+                keyed = _first(self.store.where(f"{current} AND key = ?", [new.project, new.key]))
+            if new.triple is not None:
+                slot = slot_of(new.triple.subject, new.triple.predicate)
+                slotted = _first(self.store.where(f"{current} AND slot = ?", [new.project, slot]))
+            exact = _first(self.store.where(f"{current} AND norm_hash = ?", [new.project, sha256(normalise(new.content))]))
+        n = self.config.shortlist
+        ids = [i for i, _ in self.indexes.search_text(new.content, n, project=new.project)]
+        ids += [i for i, _ in self.indexes.search_vector(vector, n, project=new.project)]
+        candidates = [m for m in self.store.get_many(list(dict.fromkeys(ids))).values() if m.is_latest and m.status == "active"]
+        return decide(
+            kind=new.kind,
+            content=new.content,
+            triple_object=new.triple.object if new.triple else None,
+            keyed=keyed,
+            slotted=slotted,
+            exact=exact,
+            candidates=candidates,
+            thresholds=self.config.thresholds,
+        )
+
+    def _reinforce(self, decision: Decision, now: datetime) -> RememberResult:
+        target = decision.target
+        assert target is not None
+        confidence = min(0.99, target.confidence + 0.3 * (1.0 - target.confidence))
+        with self.store.transaction() as tx:
+            self.store.update(
+                tx,
+                target.id,
+                confidence=confidence,
+                reinforcements=target.reinforcements + 1,
+                last_reinforced_at=now,
+            )
+        return RememberResult(
+            outcome="reinforced",
+            memory=self.get(target.id),
+            reason=decision.reason,
+            similarity=decision.similarity,
+            near_duplicates=decision.near,
+        )
+
+    def _create(
+        self, new: NewMemory, content_hash: str, vector: np.ndarray, decision: Decision, now: datetime
+    ) -> RememberResult:
+        old = decision.target if decision.outcome == "superseded" else None
+        valid_from = new.valid_from or now
+        with self.store.transaction() as tx:
+            new_id = self.store.allocate_id()
+            version = MemoryVersion(
+                id=new_id,
+                lineage_id=old.lineage_id if old else new_id,
+                version=old.version + 1 if old else 1,
+                parent_id=old.id if old else None,
+                is_latest=True,
+                status="active",
+                content=new.content,
+                title=new.title,
+                triple=new.triple,
+                key=new.key,
+                tier=new.tier,
+                kind=new.kind,
+                project=new.project,
+                agent=new.agent,
+                session=new.session,
+                source=new.source,
+                source_ref=new.source_ref,
+                source_ids=list(new.source_ids),
+                salience=new.salience,
+                confidence=new.confidence if new.confidence is not None else KINDS[new.kind].start_confidence,
+                pinned=new.pinned,
+                created_at=now,
+                valid_from=valid_from,
+                expires_at=new.expires_at,
+                last_reinforced_at=now,
+                content_hash=content_hash,
+            )
+            slot = slot_of(new.triple.subject, new.triple.predicate) if new.triple else None
+            self.store.put_embedding(tx, content_hash, self.embedder.name, vector)
+            if old is not None:
+                # The old version leaves the indexes but keeps its history: who, when, why.
+                self.store.update(
+                    tx,
+                    old.id,
+                    is_latest=False,
+                    status="superseded",
+                    valid_to=max(valid_from, old.valid_from),
+                    superseded_by=new_id,
+                    superseded_at=now,
+                    supersede_reason=decision.reason,
+                    supersede_similarity=decision.similarity,
+                )
+            self.store.insert_version(tx, version, sha256(normalise(new.content)), slot)
+            for source_id in new.source_ids:
+                self.store.add_link(tx, new_id, source_id, "derived_from", now)
+            self.store.enqueue(tx, ([("delete", old.id)] if old else []) + [("upsert", new_id)], now)
+        return RememberResult(
+            outcome=decision.outcome,
+            memory=version,
+            superseded_id=old.id if old else None,
+            reason=decision.reason if old else None,
+            similarity=decision.similarity if old else None,
+            near_duplicates=decision.near,
+        )
+
+    def _sync(self) -> None:
+        """Bring the indexes up to the outbox; a failure leaves the write safe in DuckDB."""
+        try:
+            self.indexes.sync()
+            self._stale = False
+        except IndexFailure as exc:
+            self._stale = True
+            log.warning("index update failed, will replay from the outbox: %s", exc)
+
+    def _backfill_embeddings(self) -> None:
+        """Embed current memories that have no vector for this model (first open with a new model)."""
+        rows = self.store.cursor().execute(
+            f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
+            [self.embedder.name],
+        ).fetchall()
+        if not rows:
+            return
+        log.warning("embedding %d memories for model %s", len(rows), self.embedder.name)
+        batch = 256
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            vectors = self.embedder.embed([c for _, c in chunk])
+            with self.store.transaction() as tx:
+                for (content_hash, _), vector in zip(chunk, vectors, strict=True):
+                    self.store.put_embedding(tx, content_hash, self.embedder.name, vector)
+
+    # -- reading -----------------------------------------------------------
+
+    def get(self, memory_id: int) -> MemoryVersion:
+        found = self.store.get_many([int(memory_id)])
+        if not found:
+            raise NotFoundError(f"no memory with id {memory_id}")
+        return found[int(memory_id)]
+
+    def history(self, memory_id: int) -> list[MemoryVersion]:
+        """Every version of the memory's lineage, oldest first, with their death records."""
+        lineage = self.get(memory_id).lineage_id
+        return self.store.where("lineage_id = ?", [lineage], order="version")
+
+    def links(self, memory_id: int) -> list[Link]:
+        self.get(memory_id)
+        return self.store.links(int(memory_id))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        k: int = 10,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+        as_of: datetime | str | None = None,
+    ) -> list[Hit]:
+        """The k memories that best answer `query`: hybrid search, then ranked by currentness.
+
+        With `as_of`, answers from DuckDB over every version that was valid at that time.
+        """
+        query = validate.content(query, self.config, "query")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.config.max_k:
+            raise ValidationError(f"k: expected a whole number from 1 to {self.config.max_k}")
+        project = validate.name(project, "project", self.config)
+        agent = validate.name(agent, "agent", self.config)
+        tiers = [validate.choice(t, TIERS, "tier") for t in tiers]
+        kinds = [validate.choice(x, KINDS, "kind") for x in kinds]
+        when = validate.utc(as_of, "as_of")
+        filters, params = _filters(project, agent, tiers, kinds)
+        if when is not None:
+            return self._recall_as_of(query, when, k, filters, params)
+        if self._stale:
+            with self._write:
+                self._sync()
+        n = max(self.config.recall_candidates, 4 * k)
+        text_hits = self.indexes.search_text(
+            query, n, project=project, agents=[agent] if agent else [], kinds=kinds, tiers=tiers
+        )
+        try:
+            vector_hits = self.indexes.search_vector(embed_query(self.embedder, query), n, project=project)
+        except IndexFailure as exc:
+            raise IndexUnavailableError(str(exc)) from exc
+        now = self.clock()
+        hits = self._rank(text_hits, vector_hits, filters + [INDEXABLE, "(expires_at IS NULL OR expires_at > ?)"], [*params, now], now, k)
+        self._note_access([h.memory.id for h in hits])
+        return hits
+
+    def _rank(
+        self,
+        text_hits: list[tuple[int, float]],
+        vector_hits: list[tuple[int, float]],
+        filters: list[str],
+        params: list[Any],
+        now: datetime,
+        k: int,
+    ) -> list[Hit]:
+        bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
+        vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
+        ids = list(dict.fromkeys([*bm25, *vec]))
+        if not ids:
+            return []
+        # Filter at read too: a stale index must never bring back an old version.
+        rows = self.store.where(" AND ".join([f"id IN ({', '.join('?' * len(ids))})", *filters]), [*ids, *params])
+        scored = []
+        for m in rows:
+            total, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), weights=self.config.weights)
+            scored.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
+        scored.sort(key=lambda h: (-h.score, -h.memory.id))
+        return scored[:k]
+
+    def _recall_as_of(self, query: str, when: datetime, k: int, filters: list[str], params: list[Any]) -> list[Hit]:
+        """Rank every version valid at `when` by cosine (in DuckDB) and keyword overlap, fused."""
+        qv = embed_query(self.embedder, query).tolist()
+        where = " AND ".join(
+            [
+                *(f"m.{f}" for f in filters),
+                "m.status <> 'deleted'",
+                "m.valid_from <= ?",
+                "(m.valid_to IS NULL OR m.valid_to > ?)",
+                "(m.expires_at IS NULL OR m.expires_at > ?)",
+            ]
+        )
+        n = max(self.config.recall_candidates, 4 * k)
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        rows = self.store.cursor().execute(
+            f"SELECT {cols}, list_cosine_similarity(e.vector, ?::FLOAT[]) AS cos FROM memories m "
+            f"JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? WHERE {where} "
+            f"ORDER BY cos DESC LIMIT {n}",
+            [qv, self.embedder.name, *params, when, when, when],
+        ).fetchall()
+        versions = {r[0]: to_version(r[:-1]) for r in rows}
+        vector_hits = [(r[0], float(r[-1])) for r in rows]
+        q = set(tokens(query))
+        overlap = sorted(
+            ((i, len(q & set(tokens(v.content))) / max(1, len(q))) for i, v in versions.items()),
+            key=lambda x: -x[1],
+        )
+        text_hits = [(i, s) for i, s in overlap if s > 0]
+        bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
+        vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
+        hits = []
+        for i, m in versions.items():
+            total, parts = score(m, now=when, bm25=bm25.get(i), vector=vec.get(i), weights=self.config.weights)
+            hits.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
+        hits.sort(key=lambda h: (-h.score, -h.memory.id))
+        return hits[:k]
+
+    # -- access counts, batched off the recall path -------------------------
+
+    def _note_access(self, ids: list[int]) -> None:
+        with self._access_lock:
+            self._access.update(ids)
+            due = len(self._access) >= self.config.access_flush_every
+        if due and self._write.acquire(blocking=False):
+            try:
+                self._flush_access()
+            finally:
+                self._write.release()
+
+    def _flush_access(self) -> None:
+        with self._access_lock:
+            pending, self._access = self._access, Counter()
+        if not pending:
+            return
+        ids, counts = list(pending), list(pending.values())
+        with self.store.transaction() as tx:
+            tx.execute(
+                "UPDATE memories SET accesses = accesses + v.n, last_accessed_at = ? "
+                "FROM (SELECT unnest(?::BIGINT[]) AS id, unnest(?::INTEGER[]) AS n) v WHERE memories.id = v.id",
+                [self.clock(), ids, counts],
+            )
+
+    # -- upkeep ------------------------------------------------------------
+
+    def check(self) -> Consistency:
+        """Ids in each index against the latest active ids in DuckDB."""
+        with self._write:
+            return self.indexes.check()
+
+    def rebuild(self, which: Sequence[str] = ("bm25", "vectors")) -> Consistency:
+        """Rebuild indexes from DuckDB (no re-embedding) while the engine stays open."""
+        try:
+            self.indexes.rebuild(which)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        return self.check()
+
+    def stats(self) -> Stats:
+        s = self.store
+        return Stats(
+            versions=int(s.scalar("SELECT count(*) FROM memories")),
+            latest_active=int(s.scalar(f"SELECT count(*) FROM memories WHERE {INDEXABLE}")),
+            by_status=s.counts("status"),
+            by_tier=s.counts("tier"),
+            by_kind=s.counts("kind"),
+            projects=int(s.scalar("SELECT count(DISTINCT project) FROM memories")),
+            links=int(s.scalar("SELECT count(*) FROM links")),
+            outbox_pending=self.indexes.lag(),
+            bm25_docs=self.indexes.bm25.count(),
+            vector_docs=self.indexes.vectors.count(),
+            schema_version=LATEST,
+            embedding_model=self.embedder.name,
+        )
+
+
+def _first(items: list[MemoryVersion]) -> MemoryVersion | None:
+    return items[-1] if items else None
+
+
+def _jaccard_text(a: str, b: str) -> float:
+    return round(jaccard(set(tokens(a)), set(tokens(b))), 4)
+
+
+def _filters(
+    project: str | None, agent: str | None, tiers: Sequence[str], kinds: Sequence[str]
+) -> tuple[list[str], list[Any]]:
+    filters: list[str] = []
+    params: list[Any] = []
+    if project is not None:
+        filters.append("project = ?")
+        params.append(project)
+    if agent is not None:
+        filters.append("agent = ?")
+        params.append(agent)
+    for column, values in (("tier", tiers), ("kind", kinds)):
+        if values:
+            filters.append(f"{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    return filters, params
+

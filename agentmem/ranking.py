@@ -1,0 +1,67 @@
+"""Recall scoring: reciprocal rank fusion of BM25 and vector ranks, weighed by currentness."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+import msgspec
+
+from agentmem.kinds import KINDS, decay_factor
+from agentmem.records import MemoryVersion, ScoreParts
+
+RRF_K = 60
+DAY = 86400.0
+
+
+class Weights(msgspec.Struct, frozen=True):
+    """How much currentness moves relevance: score = relevance x (1 - w + w x currentness)."""
+
+    currentness: float = 0.3
+    confidence: float = 0.5
+    salience: float = 0.25
+    recency: float = 0.25
+    recency_half_life_days: float = 90.0
+
+
+def days_between(a: datetime, b: datetime) -> float:
+    return max(0.0, (b - a).total_seconds() / DAY)
+
+
+def effective_confidence(m: MemoryVersion, now: datetime) -> float:
+    """confidence x exp(-lambda(kind) x days since the last reinforcement), computed at read."""
+    kind = m.kind if m.kind in KINDS else "fact"
+    return m.confidence * decay_factor(kind, days_between(m.last_reinforced_at, now))
+
+
+def rrf(ranks: list[int | None]) -> float:
+    """Reciprocal rank fusion over 1-based ranks, normalised so a top hit in every list scores 1."""
+    best = len(ranks) / (RRF_K + 1)
+    return sum(1.0 / (RRF_K + r) for r in ranks if r is not None) / best
+
+
+def score(
+    m: MemoryVersion,
+    *,
+    now: datetime,
+    bm25: tuple[int, float] | None,
+    vector: tuple[int, float] | None,
+    weights: Weights,
+) -> tuple[float, ScoreParts]:
+    """The final score of one candidate and its parts; `bm25` and `vector` are (rank, raw score)."""
+    relevance = rrf([bm25[0] if bm25 else None, vector[0] if vector else None])
+    conf = effective_confidence(m, now)
+    recency = math.exp(-math.log(2) * days_between(m.valid_from, now) / weights.recency_half_life_days)
+    current = weights.confidence * conf + weights.salience * m.salience + weights.recency * recency
+    total = relevance * (1.0 - weights.currentness + weights.currentness * current)
+    parts = ScoreParts(
+        bm25_rank=bm25[0] if bm25 else None,
+        vector_rank=vector[0] if vector else None,
+        bm25=round(bm25[1], 4) if bm25 else None,
+        cosine=round(vector[1], 4) if vector else None,
+        relevance=round(relevance, 6),
+        effective_confidence=round(conf, 6),
+        recency=round(recency, 6),
+        salience=m.salience,
+    )
+    return total, parts

@@ -1,0 +1,147 @@
+"""Typed records shared by the core, the CLI and the API: versions, requests, hits and replies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+Outcome = Literal["created", "reinforced", "superseded"]
+
+
+class Triple(msgspec.Struct, frozen=True):
+    """A structured claim; (subject, predicate) is the slot a new object supersedes."""
+
+    subject: str
+    predicate: str
+    object: str
+
+
+class MemoryVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """One version of one memory, exactly as stored (the embedding stays in the store)."""
+
+    id: int
+    lineage_id: int
+    version: int
+    parent_id: int | None
+    is_latest: bool
+    status: str
+    content: str
+    title: str | None = None
+    triple: Triple | None = None
+    key: str | None = None
+    tier: str
+    kind: str
+    project: str
+    agent: str | None = None
+    session: str | None = None
+    source: str
+    source_ref: str | None = None
+    source_ids: list[int] = []
+    salience: float
+    confidence: float
+    reinforcements: int = 0
+    accesses: int = 0
+    pinned: bool = False
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None = None
+    expires_at: datetime | None = None
+    last_reinforced_at: datetime
+    last_accessed_at: datetime | None = None
+    superseded_by: int | None = None
+    superseded_at: datetime | None = None
+    supersede_reason: str | None = None
+    supersede_similarity: float | None = None
+    content_hash: str = ""
+
+
+class NewMemory(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a caller asks to remember; everything but content and project has a default."""
+
+    content: str
+    project: str
+    kind: str = "fact"
+    tier: str = "semantic"
+    title: str | None = None
+    key: str | None = None
+    triple: Triple | None = None
+    agent: str | None = None
+    session: str | None = None
+    source: str = "api"
+    source_ref: str | None = None
+    source_ids: list[int] = []
+    salience: float = 0.5
+    confidence: float | None = None
+    valid_from: datetime | None = None
+    expires_at: datetime | None = None
+    ttl_days: float | None = None
+    pinned: bool = False
+
+
+class NearDuplicate(msgspec.Struct, frozen=True):
+    """A current memory similar enough to mention, not enough to replace."""
+
+    id: int
+    similarity: float
+    content: str
+
+
+class RememberResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What remember() did: created, reinforced, or superseded (with the old id and why)."""
+
+    outcome: Outcome
+    memory: MemoryVersion
+    superseded_id: int | None = None
+    reason: str | None = None
+    similarity: float | None = None
+    near_duplicates: list[NearDuplicate] = []
+
+
+class ScoreParts(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a hit ranked where it did."""
+
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    bm25: float | None = None
+    cosine: float | None = None
+    relevance: float
+    effective_confidence: float
+    recency: float
+    salience: float
+
+
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
+    """One recalled memory with its score; `has_history` says older versions exist."""
+
+    memory: MemoryVersion
+    score: float
+    parts: ScoreParts
+    has_history: bool
+
+
+class Link(msgspec.Struct, frozen=True):
+    """A typed edge between two versions, e.g. a semantic memory derived from its evidence."""
+
+    src_id: int
+    dst_id: int
+    kind: str
+    created_at: datetime
+
+
+class Stats(msgspec.Struct, frozen=True, kw_only=True):
+    """Counts over the store and the indexes."""
+
+    versions: int
+    latest_active: int
+    by_status: dict[str, int]
+    by_tier: dict[str, int]
+    by_kind: dict[str, int]
+    projects: int
+    links: int
+    outbox_pending: int
+    bm25_docs: int
+    vector_docs: int
+    schema_version: int
+    embedding_model: str

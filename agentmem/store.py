@@ -1,0 +1,251 @@
+"""The DuckDB store of record: every version, embeddings, links, and the index outbox.
+
+One process owns the file. Writes happen on the owning connection inside `transaction()`,
+serialised by the caller; reads use one cursor per thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from agentmem.errors import StoreError, StoreLockedError
+from agentmem.migrations import migrate
+from agentmem.records import Link, MemoryVersion, Triple
+from indexes.docs import Doc, OutboxEntry
+
+# Column order of every SELECT that builds a MemoryVersion.
+COLUMNS = (
+    "id", "lineage_id", "version", "parent_id", "is_latest", "status", "content", "title",
+    "subject", "predicate", "object", "key", "tier", "kind", "project", "agent", "session",
+    "source", "source_ref", "source_ids", "salience", "confidence", "reinforcements", "accesses",
+    "pinned", "created_at", "valid_from", "valid_to", "expires_at", "last_reinforced_at",
+    "last_accessed_at", "superseded_by", "superseded_at", "supersede_reason",
+    "supersede_similarity", "content_hash",
+)  # fmt: skip
+SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM memories"
+INDEXABLE = "is_latest AND status = 'active'"
+
+
+def to_version(row: Sequence[Any]) -> MemoryVersion:
+    d = dict(zip(COLUMNS, row, strict=True))
+    subject, predicate, obj = d.pop("subject"), d.pop("predicate"), d.pop("object")
+    d["triple"] = Triple(subject, predicate, obj) if subject is not None else None
+    d["source_ids"] = list(d["source_ids"] or [])
+    return MemoryVersion(**d)
+
+
+def version_row(v: MemoryVersion, norm_hash: str, slot: str | None) -> list[Any]:
+    t = v.triple
+    values = {
+        **{name: getattr(v, name) for name in COLUMNS if name not in ("subject", "predicate", "object")},
+        "subject": t.subject if t else None,
+        "predicate": t.predicate if t else None,
+        "object": t.object if t else None,
+    }
+    return [values[name] for name in COLUMNS] + [norm_hash, slot]
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+class Store:
+    """The DuckDB file under a data directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._conn = duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise StoreLockedError(
+                    f"{path} is in use by another process (only one process may own a data directory; "
+                    "talk to it over HTTP instead)"
+                ) from exc
+            raise StoreError(f"cannot open {path}: {exc}") from exc
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open {path}: {exc}") from exc
+        self._conn.execute("SET TimeZone = 'UTC'")
+        self.schema_version = migrate(self._conn)
+        self._local = threading.local()
+        self._next_id = int(self._conn.execute("SELECT coalesce(max(id), 0) + 1 FROM memories").fetchone()[0])
+
+    # -- connections -------------------------------------------------------
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's read cursor."""
+        cur = getattr(self._local, "cursor", None)
+        if cur is None:
+            cur = self._local.cursor = self._conn.cursor()
+            cur.execute("SET TimeZone = 'UTC'")
+        return cur
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One DuckDB transaction on the owning connection; rolled back whole on any error."""
+        conn = self._conn
+        conn.execute("BEGIN TRANSACTION")
+        next_id = self._next_id
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            self._next_id = next_id
+            raise
+
+    def allocate_id(self) -> int:
+        nid = self._next_id
+        self._next_id += 1
+        return nid
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # -- writes (inside transaction()) -------------------------------------
+
+    @staticmethod
+    def insert_version(conn: duckdb.DuckDBPyConnection, v: MemoryVersion, norm_hash: str, slot: str | None) -> None:
+        names = COLUMNS + ("norm_hash", "slot")
+        conn.execute(
+            f"INSERT INTO memories ({', '.join(names)}) VALUES ({_placeholders(len(names))})",
+            version_row(v, norm_hash, slot),
+        )
+
+    @staticmethod
+    def update(conn: duckdb.DuckDBPyConnection, memory_id: int, **fields: Any) -> None:
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        conn.execute(f"UPDATE memories SET {sets} WHERE id = ?", [*fields.values(), memory_id])
+
+    @staticmethod
+    def put_embedding(conn: duckdb.DuckDBPyConnection, content_hash: str, model: str, vector: np.ndarray) -> None:
+        conn.execute(
+            "INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
+            [content_hash, model, np.asarray(vector, dtype=np.float32).tolist()],
+        )
+
+    @staticmethod
+    def add_link(conn: duckdb.DuckDBPyConnection, src: int, dst: int, kind: str, at: datetime) -> None:
+        conn.execute("INSERT INTO links VALUES (?, ?, ?, ?)", [src, dst, kind, at])
+
+    @staticmethod
+    def enqueue(conn: duckdb.DuckDBPyConnection, ops: Sequence[tuple[str, int]], at: datetime) -> None:
+        """Append index outbox entries in the caller's transaction."""
+        if not ops:
+            return
+        row = conn.execute(
+            "UPDATE counters SET value = value + ? WHERE name = 'outbox_seq' RETURNING value", [len(ops)]
+        ).fetchone()
+        last = int(row[0])
+        first = last - len(ops) + 1
+        conn.executemany(
+            "INSERT INTO outbox VALUES (?, ?, ?, ?)",
+            [[first + i, op, memory_id, at] for i, (op, memory_id) in enumerate(ops)],
+        )
+
+    # -- reads -------------------------------------------------------------
+
+    def get_many(self, ids: Sequence[int]) -> dict[int, MemoryVersion]:
+        if not ids:
+            return {}
+        rows = self.cursor().execute(f"{SELECT} WHERE id IN ({_placeholders(len(ids))})", list(ids)).fetchall()
+        return {r[0]: to_version(r) for r in rows}
+
+    def where(self, condition: str, params: Sequence[Any] = (), order: str = "id", limit: int | None = None) -> list[MemoryVersion]:
+        sql = f"{SELECT} WHERE {condition} ORDER BY {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [to_version(r) for r in self.cursor().execute(sql, list(params)).fetchall()]
+
+    def has_embedding(self, content_hash: str, model: str) -> bool:
+        row = self.cursor().execute(
+            "SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model]
+        ).fetchone()
+        return row is not None
+
+    def links(self, memory_id: int) -> list[Link]:
+        rows = self.cursor().execute(
+            "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id = ? OR dst_id = ? ORDER BY created_at",
+            [memory_id, memory_id],
+        ).fetchall()
+        return [Link(*r) for r in rows]
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = self.cursor().execute(sql, list(params)).fetchone()
+        return row[0] if row else None
+
+    def counts(self, column: str) -> dict[str, int]:
+        rows = self.cursor().execute(f"SELECT {column}, count(*) FROM memories GROUP BY 1 ORDER BY 1").fetchall()
+        return {str(k): int(n) for k, n in rows}
+
+
+class StoreSource:
+    """The store seen from the indexes: latest active versions as documents, and the outbox."""
+
+    def __init__(self, store: Store, model: str) -> None:
+        self.store = store
+        self.model = model
+
+    _DOC_SQL = (
+        "SELECT m.id, m.title, m.content, m.project, m.agent, m.kind, m.tier, e.vector "
+        "FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? "
+        "WHERE m.is_latest AND m.status = 'active'"
+    )
+
+    @staticmethod
+    def _docs(rows: Sequence[Sequence[Any]]) -> list[Doc]:
+        return [
+            Doc(
+                id=r[0],
+                text=f"{r[1]}\n{r[2]}" if r[1] else r[2],
+                vector=np.asarray(r[7], dtype=np.float32),
+                project=r[3],
+                agent=r[4] or "",
+                kind=r[5],
+                tier=r[6],
+            )
+            for r in rows
+        ]
+
+    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
+        rows = self.store.cursor().execute(
+            "SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit]
+        ).fetchall()
+        return [OutboxEntry(*r) for r in rows]
+
+    def docs(self, ids: Sequence[int]) -> list[Doc]:
+        if not ids:
+            return []
+        sql = f"{self._DOC_SQL} AND m.id IN ({_placeholders(len(ids))})"
+        return self._docs(self.store.cursor().execute(sql, [self.model, *ids]).fetchall())
+
+    def iter_docs(self, batch: int) -> Iterator[list[Doc]]:
+        cur = self.store._conn.cursor()  # its own cursor: a rebuild may run beside other reads
+        try:
+            cur.execute("SET TimeZone = 'UTC'")
+            cur.execute(f"{self._DOC_SQL} ORDER BY m.id", [self.model])
+            while rows := cur.fetchmany(batch):
+                yield self._docs(rows)
+        finally:
+            cur.close()
+
+    def indexable_count(self) -> int:
+        return int(self.store.scalar(f"SELECT count(*) FROM memories WHERE {INDEXABLE}"))
+
+    def indexable_ids(self) -> set[int]:
+        rows = self.store.cursor().execute(f"SELECT id FROM memories WHERE {INDEXABLE}").fetchall()
+        return {r[0] for r in rows}
+
+    def last_seq(self) -> int:
+        return int(self.store.scalar("SELECT value FROM counters WHERE name = 'outbox_seq'"))
+
+    def prune_outbox(self, upto: int) -> None:
+        self.store._conn.execute("DELETE FROM outbox WHERE seq <= ?", [upto])

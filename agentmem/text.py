@@ -1,0 +1,53 @@
+"""Text normalisation for supersession: tokens, light stemming, Jaccard, content hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def stem(token: str) -> str:
+    """A light suffix stripper: enough to make plurals and tenses meet, never below three letters."""
+    if len(token) <= 3 or token.isdigit():
+        return token
+    if token.endswith("ies"):
+        return token[:-3] + "y"
+    for suffix in ("sses", "xes", "ches", "shes"):
+        if token.endswith(suffix):
+            return token[:-2]
+    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    for suffix in ("ing", "ed"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            return token[: -len(suffix)]
+    return token
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased, accent-folded, punctuation-free, lightly stemmed tokens.
+
+    >>> tokens("We moved to Postgres; it's running!")
+    ['we', 'moved', 'to', 'postgre', 'its', 'runn']
+    """
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("'", "").replace("\u2019", "")
+    return [stem(t) for t in _TOKEN.findall(folded)]
+
+
+def normalise(text: str) -> str:
+    """The tokens joined by single spaces: two texts that normalise equal say the same thing."""
+    return " ".join(tokens(text))
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """|a & b| / |a | b|, and 0.0 for two empty sets."""
+    if not a and not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,163 @@
+"""Export and import as JSON Lines: every version, its embedding and every link; nothing lost."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import IO
+
+import msgspec
+import numpy as np
+from tqdm import tqdm
+
+from agentmem.errors import ConflictError, ValidationError
+from agentmem.kinds import KINDS, LINK_KINDS, STATUSES, TIERS
+from agentmem.records import Link, MemoryVersion
+from agentmem.store import COLUMNS, to_version
+from agentmem.supersede import slot_of
+from agentmem.text import normalise, sha256
+
+FORMAT = "agentmem-export"
+FORMAT_VERSION = 1
+
+
+class Header(msgspec.Struct, frozen=True, tag="header", tag_field="type"):
+    format: str
+    format_version: int
+    schema_version: int
+    model: str
+    dim: int
+    exported_at: datetime
+
+
+class VersionLine(msgspec.Struct, frozen=True, tag="memory", tag_field="type"):
+    memory: MemoryVersion
+    embedding: list[float] | None = None
+
+
+class LinkLine(msgspec.Struct, frozen=True, tag="link", tag_field="type"):
+    link: Link
+
+
+Line = Header | VersionLine | LinkLine
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Line)
+
+
+def export_lines(memory) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
+    """JSON Lines for the whole store: a header, then versions by id, then links."""
+    store, model = memory.store, memory.embedder.name
+    yield _encoder.encode(
+        Header(FORMAT, FORMAT_VERSION, store.schema_version, model, memory.embedder.dim, memory.clock())
+    ) + b"\n"
+    cur = store._conn.cursor()
+    try:
+        cur.execute("SET TimeZone = 'UTC'")
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        cur.execute(
+            f"SELECT {cols}, e.vector FROM memories m LEFT JOIN embeddings e "
+            "ON e.content_hash = m.content_hash AND e.model = ? ORDER BY m.id",
+            [model],
+        )
+        while rows := cur.fetchmany(1000):
+            for r in rows:
+                yield _encoder.encode(VersionLine(to_version(r[:-1]), list(r[-1]) if r[-1] is not None else None)) + b"\n"
+        cur.execute("SELECT src_id, dst_id, kind, created_at FROM links ORDER BY created_at, src_id, dst_id")
+        for r in cur.fetchall():
+            yield _encoder.encode(LinkLine(Link(*r))) + b"\n"
+    finally:
+        cur.close()
+
+
+def export_to(memory, out: IO[bytes]) -> int:  # type: ignore[no-untyped-def]
+    n = 0
+    for line in export_lines(memory):
+        out.write(line)
+        n += 1
+    return n - 1
+
+
+def _check(v: MemoryVersion, where: str) -> None:
+    if v.kind not in KINDS or v.tier not in TIERS or v.status not in STATUSES:
+        raise ValidationError(f"{where}: unknown kind, tier or status ({v.kind}, {v.tier}, {v.status})")
+    if not v.content.strip() and v.status != "deleted":
+        raise ValidationError(f"{where}: empty content")
+
+
+def parse_lines(lines: Iterable[bytes | str]) -> tuple[Header | None, list[VersionLine], list[LinkLine]]:
+    header: Header | None = None
+    versions: list[VersionLine] = []
+    links: list[LinkLine] = []
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            line = _decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise ValidationError(f"line {n}: {exc}") from None
+        if isinstance(line, Header):
+            if line.format != FORMAT or line.format_version > FORMAT_VERSION:
+                raise ValidationError(f"line {n}: not an {FORMAT} file of version <= {FORMAT_VERSION}")
+            header = line
+        elif isinstance(line, VersionLine):
+            _check(line.memory, f"line {n}")
+            versions.append(line)
+        else:
+            if line.link.kind not in LINK_KINDS:
+                raise ValidationError(f"line {n}: unknown link kind {line.link.kind!r}")
+            links.append(line)
+    return header, versions, links
+
+
+def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[no-untyped-def]
+    """Load an export into the store in one transaction; ids must not be in use. Returns versions read."""
+    header, versions, links = parse_lines(lines)
+    ids = [v.memory.id for v in versions]
+    if len(set(ids)) != len(ids):
+        raise ValidationError("the file repeats a memory id")
+    known = set(ids)
+    for ln in links:
+        if ln.link.src_id not in known and ln.link.dst_id not in known:
+            raise ValidationError(f"link {ln.link.src_id} -> {ln.link.dst_id} names no memory in the file")
+    store, embedder = memory.store, memory.embedder
+    same_model = header is not None and header.model == embedder.name and header.dim == embedder.dim
+    missing = [
+        v.memory
+        for v in versions
+        if v.memory.status != "deleted" and (not same_model or v.embedding is None)
+        and not store.has_embedding(v.memory.content_hash or sha256(v.memory.content), embedder.name)
+    ]
+    vectors: dict[str, np.ndarray] = {}
+    bar = tqdm(total=len(missing), desc="embed", unit="memory", disable=not sys.stderr.isatty(), leave=False)
+    for start in range(0, len(missing), 256):
+        chunk = missing[start : start + 256]
+        for m, vec in zip(chunk, embedder.embed([m.content for m in chunk]), strict=True):
+            vectors[m.content_hash or sha256(m.content)] = vec
+        bar.update(len(chunk))
+    bar.close()
+    with memory._write:
+        if ids:
+            taken = store.scalar(
+                f"SELECT count(*) FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
+            )
+            if taken:
+                raise ConflictError(f"{taken} of the file's memory ids are already in this store: import into an empty data directory")
+        now = memory.clock()
+        with store.transaction() as tx:
+            for line in tqdm(versions, desc="import", unit="memory", disable=not sys.stderr.isatty(), leave=False):
+                v = line.memory
+                if not v.content_hash:
+                    v = msgspec.structs.replace(v, content_hash=sha256(v.content))
+                slot = slot_of(v.triple.subject, v.triple.predicate) if v.triple else None
+                store.insert_version(tx, v, sha256(normalise(v.content)), slot)
+                if same_model and line.embedding is not None:
+                    store.put_embedding(tx, v.content_hash, embedder.name, np.asarray(line.embedding, dtype=np.float32))
+                elif v.content_hash in vectors:
+                    store.put_embedding(tx, v.content_hash, embedder.name, vectors[v.content_hash])
+            for ln in links:
+                store.add_link(tx, ln.link.src_id, ln.link.dst_id, ln.link.kind, ln.link.created_at)
+            store.enqueue(tx, [("upsert", v.memory.id) for v in versions if v.memory.is_latest], now)
+            store._next_id = max(store._next_id, max(ids, default=0) + 1)
+        memory._sync()
+    return len(versions)

@@ -1,0 +1,114 @@
+"""Checks on what callers send, turning bad input into ValidationError before anything is written."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+
+from agentmem.config import Config
+from agentmem.errors import ValidationError
+from agentmem.kinds import KINDS, SOURCES, TIERS
+from agentmem.records import NewMemory, Triple
+
+
+def utc(value: datetime | str | None, field: str) -> datetime | None:
+    """An aware UTC datetime from a datetime or an ISO 8601 string (naive means UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(f"{field}: {value!r} is not an ISO 8601 timestamp") from None
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{field}: expected a timestamp, got {type(value).__name__}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    if not 1900 <= value.year <= 9000:
+        raise ValidationError(f"{field}: year {value.year} is out of range")
+    return value.astimezone(UTC)
+
+
+def name(value: str | None, field: str, config: Config, *, required: bool = False) -> str | None:
+    """A project, agent, session or key: non-empty when given, bounded, no control characters."""
+    if value is None:
+        if required:
+            raise ValidationError(f"{field} is required")
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(f"{field}: expected a string")
+    value = value.strip()
+    if not value:
+        if required:
+            raise ValidationError(f"{field} is required and may not be empty")
+        return None
+    if len(value) > config.max_name_chars:
+        raise ValidationError(f"{field}: at most {config.max_name_chars} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValidationError(f"{field}: control characters are not allowed")
+    return value
+
+
+def content(value: str, config: Config, field: str = "content") -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field}: expected a string")
+    if "\x00" in value:
+        raise ValidationError(f"{field}: NUL characters are not allowed")
+    value = value.strip()
+    if not value:
+        raise ValidationError(f"{field} may not be empty")
+    if len(value) > config.max_content_chars:
+        raise ValidationError(f"{field}: {len(value)} characters, at most {config.max_content_chars} allowed")
+    return value
+
+
+def choice(value: str, allowed: tuple[str, ...] | dict[str, object], field: str) -> str:
+    if value not in allowed:
+        raise ValidationError(f"unknown {field} {value!r}: choose one of {', '.join(sorted(allowed))}")
+    return value
+
+
+def unit(value: float, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0 or math.isnan(value):
+        raise ValidationError(f"{field}: expected a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def new_memory(m: NewMemory, config: Config, now: datetime) -> NewMemory:
+    """The request with names trimmed, times in UTC and TTL turned into expires_at; or ValidationError."""
+    project = name(m.project, "project", config, required=True)
+    triple = m.triple
+    if triple is not None:
+        triple = Triple(*(content(getattr(triple, f), config, f"triple.{f}") for f in ("subject", "predicate", "object")))
+    valid_from = utc(m.valid_from, "valid_from")
+    expires_at = utc(m.expires_at, "expires_at")
+    if m.ttl_days is not None:
+        if expires_at is not None:
+            raise ValidationError("give either expires_at or ttl_days, not both")
+        if isinstance(m.ttl_days, bool) or not 0 < m.ttl_days <= 36_500:
+            raise ValidationError(f"ttl_days: expected more than 0 and at most 36500, got {m.ttl_days!r}")
+        expires_at = now + timedelta(days=m.ttl_days)
+    if expires_at is not None and expires_at <= now:
+        raise ValidationError("expires_at is in the past")
+    return msgspec.structs.replace(
+        m,
+        content=content(m.content, config),
+        project=project,
+        kind=choice(m.kind, KINDS, "kind"),
+        tier=choice(m.tier, TIERS, "tier"),
+        title=content(m.title, config, "title") if m.title is not None else None,
+        key=name(m.key, "key", config),
+        triple=triple,
+        agent=name(m.agent, "agent", config),
+        session=name(m.session, "session", config),
+        source=choice(m.source, SOURCES, "source"),
+        source_ref=name(m.source_ref, "source_ref", config),
+        source_ids=[int(i) for i in m.source_ids],
+        salience=unit(m.salience, "salience"),
+        confidence=unit(m.confidence, "confidence") if m.confidence is not None else None,
+        valid_from=valid_from,
+        expires_at=expires_at,
+        ttl_days=None,
+    )

@@ -1,0 +1,1 @@
+"""The Litestar HTTP service (issue: HTTP service); empty until then."""

@@ -1,0 +1,24 @@
+"""Derived search structures kept equal to the store: BM25, vectors, the embedder, the sync.
+
+This package knows nothing about memories: it indexes integer ids, text, a few
+filter fields and vectors, and replays an outbox that a `Source` hands it.
+"""
+
+from indexes.bm25 import BM25Index
+from indexes.docs import Doc, IndexCorrupt, IndexFailure, OutboxEntry
+from indexes.embed import Embedder, SentenceTransformerEmbedder
+from indexes.sync import IndexSet, Source
+from indexes.vectors import VectorIndex
+
+__all__ = [
+    "BM25Index",
+    "Doc",
+    "Embedder",
+    "IndexCorrupt",
+    "IndexFailure",
+    "IndexSet",
+    "OutboxEntry",
+    "SentenceTransformerEmbedder",
+    "Source",
+    "VectorIndex",
+]

@@ -1,0 +1,147 @@
+"""A Tantivy BM25 index over document text, with exact-match filter fields."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import tantivy
+
+from indexes.docs import FILTER_FIELDS, Doc, IndexCorrupt, IndexFailure
+from indexes.meta import read_meta, write_meta
+
+SCHEMA_VERSION = 1
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    # i64, not u64: tantivy-py 0.27 silently deletes nothing by term on a u64 field.
+    sb.add_integer_field("id", stored=True, indexed=True, fast=True)
+    sb.add_text_field("text", stored=False, tokenizer_name="en_stem")
+    for name in FILTER_FIELDS:
+        sb.add_text_field(name, stored=False, tokenizer_name="raw")
+    return sb.build()
+
+
+def query_words(text: str) -> str:
+    """The query reduced to plain words, so that no user text is read as query syntax."""
+    return " ".join(w.lower() for w in _WORD.findall(text))
+
+
+class BM25Index:
+    """BM25 over `Doc.text`; ids are the documents' integer ids.
+
+    >>> ix = BM25Index.create(path)          # doctest: +SKIP
+    >>> ix.apply([Doc(1, "we use postgres")], [], seq=1)
+    >>> ix.search("postgres", k=5)
+    [(1, 0.28...)]
+    """
+
+    def __init__(self, path: Path, *, _fresh: bool = False) -> None:
+        self.path = path
+        self._meta_path = path / "bm25.meta.json"
+        self._lock = threading.Lock()
+        meta = read_meta(self._meta_path)
+        if not _fresh and (meta is None or meta.get("schema_version") != SCHEMA_VERSION):
+            raise IndexCorrupt(f"BM25 index at {path} is missing or from another schema")
+        try:
+            self._index = tantivy.Index(_schema(), path=str(path / "tantivy"), reuse=True)
+            self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
+            self._index.reload()
+            n = self._index.searcher().num_docs
+        except Exception as exc:  # tantivy raises ValueError/OSError/RuntimeError on damage
+            raise IndexCorrupt(f"BM25 index at {path} cannot be opened: {exc}") from exc
+        self.applied_seq = int(meta["applied_seq"]) if meta else 0
+        if meta is not None and meta.get("count") != n:
+            self.close()
+            raise IndexCorrupt(f"BM25 index at {path} holds {n} documents, its meta says {meta.get('count')}")
+
+    @classmethod
+    def create(cls, path: Path) -> BM25Index:
+        """An empty index at `path`, replacing whatever was there."""
+        shutil.rmtree(path, ignore_errors=True)
+        (path / "tantivy").mkdir(parents=True)
+        ix = cls(path, _fresh=True)
+        ix._write_meta()
+        return ix
+
+    def _write_meta(self) -> None:
+        write_meta(
+            self._meta_path,
+            {"schema_version": SCHEMA_VERSION, "applied_seq": self.applied_seq, "count": self.count()},
+        )
+
+    def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int) -> None:
+        """Replace `upserts`, remove `deletes`, commit, and record `seq` as applied."""
+        with self._lock:
+            try:
+                for doc_id in [d.id for d in upserts] + list(deletes):
+                    self._writer.delete_documents_by_term("id", doc_id)
+                for d in upserts:
+                    self._writer.add_document(
+                        tantivy.Document(
+                            id=d.id, text=d.text, project=d.project, agent=d.agent, kind=d.kind, tier=d.tier
+                        )
+                    )
+                self._writer.commit()
+                self._index.reload()
+            except Exception as exc:
+                self._writer.rollback()
+                raise IndexFailure(f"BM25 write failed: {exc}") from exc
+            self.applied_seq = max(self.applied_seq, seq)
+            self._write_meta()
+
+    def search(
+        self,
+        text: str,
+        k: int,
+        *,
+        project: str | None = None,
+        agents: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+        tiers: Sequence[str] = (),
+    ) -> list[tuple[int, float]]:
+        """Top `k` (id, BM25 score) for `text`, restricted by the filter fields."""
+        words = query_words(text)
+        if not words or k <= 0:
+            return []
+        query, _errors = self._index.parse_query_lenient(words, ["text"])
+        must: list[tuple[tantivy.Occur, tantivy.Query]] = [(tantivy.Occur.Must, query)]
+        schema = self._index.schema
+        if project is not None:
+            must.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "project", project)))
+        for field, values in (("agent", agents), ("kind", kinds), ("tier", tiers)):
+            if values:
+                must.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, field, list(values))))
+        searcher = self._index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query(must), k, count=False)
+        if not result.hits:
+            return []
+        ids = searcher.fast_field_values("id", [addr for _score, addr in result.hits])
+        return [(int(i), float(score)) for i, (score, _addr) in zip(ids, result.hits, strict=True)]
+
+    def count(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+    def ids(self) -> set[int]:
+        """Every id in the index (for the consistency check)."""
+        searcher = self._index.searcher()
+        n = searcher.num_docs
+        if n == 0:
+            return set()
+        hits = searcher.search(tantivy.Query.all_query(), n, count=False).hits
+        return {int(i) for i in searcher.fast_field_values("id", [addr for _s, addr in hits])}
+
+    def close(self) -> None:
+        with self._lock:
+            writer = getattr(self, "_writer", None)
+            if writer is not None:
+                try:
+                    writer.wait_merging_threads()
+                except Exception:  # already consumed or failed: the lock file goes with the process
+                    pass
+                self._writer = None

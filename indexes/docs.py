@@ -1,0 +1,36 @@
+"""What the indexes are given: documents, outbox entries, and their two errors."""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+FILTER_FIELDS = ("project", "agent", "kind", "tier")
+
+
+class IndexFailure(Exception):
+    """An index could not be read or written. The `agentmem` errors wrap this one."""
+
+
+class IndexCorrupt(IndexFailure):
+    """An index on disk is missing, truncated, or was built for another model or schema."""
+
+
+class Doc(msgspec.Struct, frozen=True):
+    """One indexed item: an integer id, its text, its filter fields and its vector."""
+
+    id: int
+    text: str
+    vector: np.ndarray | None = None
+    project: str = ""
+    agent: str = ""
+    kind: str = ""
+    tier: str = ""
+
+
+class OutboxEntry(msgspec.Struct, frozen=True, array_like=True):
+    """A change the indexes must apply: `op` is "upsert" or "delete" for `memory_id`."""
+
+    seq: int
+    op: str
+    memory_id: int

@@ -1,0 +1,251 @@
+"""Keeps the BM25 and vector indexes equal to the store by replaying its outbox.
+
+The store commits each change together with an outbox entry (seq, op, id). Each
+index records the last seq it applied; on open it replays what it missed, and an
+index that is missing, damaged or built for another model is rebuilt from the
+store's documents (vectors come from the store, nothing is re-embedded).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+from tqdm import tqdm
+
+from indexes.bm25 import BM25Index
+from indexes.docs import Doc, IndexCorrupt, OutboxEntry
+from indexes.vectors import VectorIndex
+
+log = logging.getLogger("agentmem")
+
+BATCH = 1000
+
+
+class Source(Protocol):
+    """What the indexes need from the store of record."""
+
+    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]: ...
+
+    def docs(self, ids: Sequence[int]) -> list[Doc]:
+        """The documents among `ids` that should be indexed now, with their vectors."""
+        ...
+
+    def iter_docs(self, batch: int) -> Iterator[list[Doc]]: ...
+
+    def indexable_count(self) -> int: ...
+
+    def indexable_ids(self) -> set[int]: ...
+
+    def last_seq(self) -> int: ...
+
+    def prune_outbox(self, upto: int) -> None: ...
+
+
+class IndexReport(msgspec.Struct, frozen=True):
+    """How one index compares with the store."""
+
+    name: str
+    count: int
+    applied_seq: int
+    missing: list[int]
+    extra: list[int]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.extra
+
+
+class Consistency(msgspec.Struct, frozen=True):
+    """The invariant: the ids in each index equal the store's indexable ids."""
+
+    expected: int
+    last_seq: int
+    indexes: list[IndexReport]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.indexes)
+
+
+def _progress(total: int, desc: str) -> tqdm:
+    return tqdm(total=total, desc=desc, unit="doc", disable=not sys.stderr.isatty(), leave=False)
+
+
+class IndexSet:
+    """The two indexes under one data directory, opened, repaired and replayed together.
+
+    Callers serialise writes (`sync`, `rebuild`, `flush`); searches may run at any time.
+    """
+
+    def __init__(self, path: Path, source: Source, *, dim: int, model: str, flush_every: int = 2000) -> None:
+        self.path = path
+        self.source = source
+        self.dim = dim
+        self.model = model
+        self.flush_every = flush_every
+        self.rebuilt: list[str] = []
+        self._holds: list[int] = []  # seqs that builds in progress still need from the outbox
+        self._swap = threading.RLock()
+        path.mkdir(parents=True, exist_ok=True)
+        self.bm25 = self._open_bm25()
+        self.vectors = self._open_vectors()
+        self.sync()
+
+    def _open_bm25(self) -> BM25Index:
+        try:
+            ix = BM25Index(self.path / "bm25")
+            if len(ix.ids()) != ix.count():
+                raise IndexCorrupt("BM25 id column does not match its document count")
+            return ix
+        except IndexCorrupt as exc:
+            self._note_rebuild("bm25", self.path / "bm25", exc)
+            return self._build_bm25(self.path / "bm25")
+
+    def _open_vectors(self) -> VectorIndex:
+        try:
+            return VectorIndex(self.path / "vectors", self.dim, self.model)
+        except IndexCorrupt as exc:
+            self._note_rebuild("vectors", self.path / "vectors", exc)
+            return self._build_vectors(self.path / "vectors")
+
+    def _note_rebuild(self, name: str, path: Path, why: Exception) -> None:
+        if path.exists():
+            self.rebuilt.append(name)
+            log.warning("rebuilding the %s index from the store: %s", name, why)
+        else:
+            log.info("creating the %s index", name)
+
+    def _fill(self, ix: BM25Index | VectorIndex, desc: str) -> None:
+        """Load every indexable document into an empty index, marking it as applied up to now."""
+        with self._swap:
+            seq = self.source.last_seq()
+            self._holds.append(seq)
+        try:
+            with _progress(self.source.indexable_count(), desc) as bar:
+                for docs in self.source.iter_docs(BATCH):
+                    ix.apply(docs, [], seq=0)
+                    bar.update(len(docs))
+            ix.apply([], [], seq=seq)
+        finally:
+            with self._swap:
+                self._holds.remove(seq)
+
+    def _build_bm25(self, path: Path) -> BM25Index:
+        ix = BM25Index.create(path)
+        self._fill(ix, "rebuild bm25")
+        return ix
+
+    def _build_vectors(self, path: Path) -> VectorIndex:
+        capacity = int(self.source.indexable_count() * 1.25) + 1024
+        ix = VectorIndex.create(path, self.dim, self.model, capacity=capacity)
+        self._fill(ix, "rebuild vectors")
+        ix.flush(force=True)
+        return ix
+
+    def sync(self) -> int:
+        """Apply every outbox entry an index has not applied yet; returns how many entries were read."""
+        read = 0
+        with self._swap:
+            indexes: list[BM25Index | VectorIndex] = [self.bm25, self.vectors]
+            while True:
+                low = min(ix.applied_seq for ix in indexes)
+                entries = self.source.outbox_after(low, BATCH)
+                if not entries:
+                    break
+                read += len(entries)
+                ids = list(dict.fromkeys(e.memory_id for e in entries))
+                docs = self.source.docs(ids)
+                present = {d.id for d in docs}
+                last = entries[-1].seq
+                for ix in indexes:
+                    if ix.applied_seq >= last:
+                        continue
+                    mine = {e.memory_id for e in entries if e.seq > ix.applied_seq}
+                    ix.apply([d for d in docs if d.id in mine], [i for i in mine if i not in present], seq=last)
+            if self.vectors.unsaved >= self.flush_every:
+                self.vectors.flush()
+            self._prune()
+        return read
+
+    def _prune(self) -> None:
+        done = min([self.bm25.applied_seq, self.vectors.saved_seq, *self._holds])
+        if done > 0:
+            self.source.prune_outbox(done)
+
+    def lag(self) -> int:
+        """How many outbox entries the slower index has still to apply."""
+        return max(0, self.source.last_seq() - min(self.bm25.applied_seq, self.vectors.applied_seq))
+
+    def rebuild(self, which: Sequence[str] = ("bm25", "vectors")) -> None:
+        """Build fresh indexes beside the live ones, catch them up, then swap them in.
+
+        Searches go on against the old indexes while the new ones are built.
+        """
+        unknown = set(which) - {"bm25", "vectors"}
+        if unknown:
+            raise ValueError(f"unknown index {sorted(unknown)}: choose bm25 or vectors")
+        if "bm25" in which:
+            fresh_bm25 = self._build_bm25(self.path / "bm25.rebuild")
+            fresh_bm25.close()
+            with self._swap:
+                self.bm25.close()
+                self._replace_dir(self.path / "bm25.rebuild", self.path / "bm25")
+                self.bm25 = BM25Index(self.path / "bm25")
+                self.sync()
+        if "vectors" in which:
+            self._build_vectors(self.path / "vectors.rebuild")
+            with self._swap:
+                self._replace_dir(self.path / "vectors.rebuild", self.path / "vectors")
+                self.vectors = VectorIndex(self.path / "vectors", self.dim, self.model)
+                self.sync()
+
+    @staticmethod
+    def _replace_dir(new: Path, target: Path) -> None:
+        old = target.with_name(target.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if target.exists():
+            target.rename(old)
+        new.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def check(self) -> Consistency:
+        """Compare each index's ids with the store's indexable ids (after applying the outbox)."""
+        with self._swap:
+            self.sync()
+            expected = self.source.indexable_ids()
+            reports = []
+            for name, ix in (("bm25", self.bm25), ("vectors", self.vectors)):
+                got = ix.ids()
+                reports.append(
+                    IndexReport(
+                        name=name,
+                        count=len(got),
+                        applied_seq=ix.applied_seq,
+                        missing=sorted(expected - got),
+                        extra=sorted(got - expected),
+                    )
+                )
+            return Consistency(expected=len(expected), last_seq=self.source.last_seq(), indexes=reports)
+
+    def search_text(self, text: str, k: int, **filters: object) -> list[tuple[int, float]]:
+        return self.bm25.search(text, k, **filters)  # type: ignore[arg-type]
+
+    def search_vector(self, vector, k: int, *, project: str | None = None) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
+        return self.vectors.search(vector, k, project=project)
+
+    def flush(self) -> None:
+        with self._swap:
+            self.vectors.flush()
+            self._prune()
+
+    def close(self) -> None:
+        with self._swap:
+            self.flush()
+            self.bm25.close()

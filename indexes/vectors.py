@@ -1,0 +1,206 @@
+"""An hnswlib vector index (inner product on normalised vectors) persisted with its applied seq."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+
+from indexes.docs import Doc, IndexCorrupt, IndexFailure
+from indexes.meta import read_meta, write_meta
+
+SCHEMA_VERSION = 1
+M = 16
+EF_CONSTRUCTION = 100
+EF_SEARCH = 64
+
+
+class VectorIndex:
+    """Nearest neighbours by cosine similarity; labels are the documents' integer ids.
+
+    Writes land in memory at once (so recall sees them) and reach disk on `flush()`; the
+    outbox replays whatever a crash lost since the last flush.
+    """
+
+    def __init__(self, path: Path, dim: int, model: str, *, capacity: int = 1024, _fresh: bool = False) -> None:
+        self.path = path
+        self.dim = dim
+        self.model = model
+        self._meta_path = path / "vectors.meta.json"
+        self._lock = threading.RLock()
+        self._hnsw = hnswlib.Index(space="ip", dim=dim)
+        self._live: set[int] = set()
+        self._group_of: dict[int, int] = {}
+        self._groups: list[str] = []
+        self._group_code: dict[str, int] = {}
+        self._group_size: dict[int, int] = {}
+        self.unsaved = 0
+        if _fresh:
+            self._hnsw.init_index(max_elements=capacity, ef_construction=EF_CONSTRUCTION, M=M)
+            self.applied_seq = 0
+            self.saved_seq = 0
+            self._file = ""
+        else:
+            self._load()
+        self._hnsw.set_ef(EF_SEARCH)
+
+    @classmethod
+    def create(cls, path: Path, dim: int, model: str, capacity: int = 1024) -> VectorIndex:
+        """An empty index at `path`, replacing whatever was there."""
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        ix = cls(path, dim, model, capacity=max(capacity, 16), _fresh=True)
+        ix.flush(force=True)
+        return ix
+
+    def _load(self) -> None:
+        meta = read_meta(self._meta_path)
+        if meta is None or meta.get("schema_version") != SCHEMA_VERSION:
+            raise IndexCorrupt(f"vector index at {self.path} is missing or from another schema")
+        if meta.get("model") != self.model or meta.get("dim") != self.dim:
+            raise IndexCorrupt(
+                f"vector index at {self.path} was built with {meta.get('model')} ({meta.get('dim')} dims), "
+                f"not {self.model} ({self.dim} dims)"
+            )
+        graph = self.path / meta["file"]
+        labels_file = self.path / (meta["file"] + ".labels.npz")
+        try:
+            if graph.stat().st_size != meta["size"]:
+                raise IndexCorrupt(f"vector index file {graph} has the wrong size")
+            self._hnsw.load_index(str(graph), max_elements=max(int(meta["capacity"]), 16))
+            with np.load(labels_file) as z:
+                labels, codes = z["labels"], z["codes"]
+        except IndexCorrupt:
+            raise
+        except Exception as exc:  # hnswlib raises RuntimeError, numpy OSError/ValueError
+            raise IndexCorrupt(f"vector index at {self.path} cannot be read: {exc}") from exc
+        self._groups = list(meta["groups"])
+        self._group_code = {g: i for i, g in enumerate(self._groups)}
+        for label, code in zip(labels.tolist(), codes.tolist(), strict=True):
+            self._live.add(label)
+            self._group_of[label] = code
+            self._group_size[code] = self._group_size.get(code, 0) + 1
+        if len(self._live) != meta["count"]:
+            raise IndexCorrupt(f"vector index at {self.path} lists {len(self._live)} ids, its meta says {meta['count']}")
+        self.applied_seq = self.saved_seq = int(meta["applied_seq"])
+        self._file = meta["file"]
+
+    def _code(self, group: str) -> int:
+        code = self._group_code.get(group)
+        if code is None:
+            code = self._group_code[group] = len(self._groups)
+            self._groups.append(group)
+        return code
+
+    def _forget(self, label: int) -> None:
+        code = self._group_of.pop(label)
+        self._group_size[code] -= 1
+        self._live.discard(label)
+
+    def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int) -> None:
+        """Add or replace `upserts`, hide `deletes` from every later search, and note `seq`."""
+        with self._lock:
+            try:
+                for label in deletes:
+                    if label in self._live:
+                        self._hnsw.mark_deleted(label)
+                        self._forget(label)
+                docs = [d for d in upserts if d.vector is not None]
+                if docs:
+                    needed = self._hnsw.element_count + len(docs)
+                    if needed > self._hnsw.get_max_elements():
+                        self._hnsw.resize_index(max(needed, 2 * self._hnsw.get_max_elements()))
+                    vectors = np.stack([np.asarray(d.vector, dtype=np.float32) for d in docs])
+                    if vectors.shape[1] != self.dim:
+                        raise IndexFailure(f"vector of {vectors.shape[1]} dims given to a {self.dim}-dim index")
+                    # add_items on a deleted label replaces its vector and makes it visible again
+                    self._hnsw.add_items(vectors, np.array([d.id for d in docs], dtype=np.uint64))
+                    for d in docs:
+                        if d.id in self._live:
+                            self._forget(d.id)
+                        code = self._code(d.project)
+                        self._live.add(d.id)
+                        self._group_of[d.id] = code
+                        self._group_size[code] = self._group_size.get(code, 0) + 1
+            except IndexFailure:
+                raise
+            except Exception as exc:
+                raise IndexFailure(f"vector write failed: {exc}") from exc
+            self.applied_seq = max(self.applied_seq, seq)
+            self.unsaved += 1
+
+    def search(self, vector: np.ndarray, k: int, *, project: str | None = None) -> list[tuple[int, float]]:
+        """Top `k` (id, cosine similarity), within one project when `project` is given."""
+        with self._lock:
+            if project is None:
+                available, filt = len(self._live), None
+            else:
+                code = self._group_code.get(project)
+                if code is None:
+                    return []
+                available = self._group_size.get(code, 0)
+                group_of = self._group_of
+                filt = None if available == len(self._live) else (lambda label: group_of.get(label) == code)
+            k = min(k, available)
+            if k <= 0:
+                return []
+            self._hnsw.set_ef(max(EF_SEARCH, 2 * k))
+            q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+            while k > 0:
+                try:
+                    labels, dists = self._hnsw.knn_query(q, k=k, filter=filt)
+                    break
+                except RuntimeError:  # a selective filter can leave fewer than k reachable
+                    k //= 2
+            else:
+                return []
+        return [(int(lbl), 1.0 - float(d)) for lbl, d in zip(labels[0], dists[0], strict=True)]
+
+    def count(self) -> int:
+        return len(self._live)
+
+    def ids(self) -> set[int]:
+        with self._lock:
+            return set(self._live)
+
+    def flush(self, *, force: bool = False) -> None:
+        """Persist the graph, the live labels and the applied seq; the meta file is the commit point."""
+        with self._lock:
+            if not force and self.unsaved == 0:
+                return
+            name = f"vectors.{self.applied_seq}.{os.getpid()}.{self.unsaved}.bin"
+            graph = self.path / name
+            self._hnsw.save_index(str(graph))
+            labels = np.fromiter(self._live, dtype=np.int64, count=len(self._live))
+            codes = np.array([self._group_of[int(x)] for x in labels], dtype=np.int32)
+            with open(self.path / (name + ".labels.npz"), "wb") as f:
+                np.savez(f, labels=labels, codes=codes)
+                f.flush()
+                os.fsync(f.fileno())
+            with open(graph, "rb+") as f:
+                os.fsync(f.fileno())
+            write_meta(
+                self._meta_path,
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "model": self.model,
+                    "dim": self.dim,
+                    "file": name,
+                    "size": graph.stat().st_size,
+                    "capacity": self._hnsw.get_max_elements(),
+                    "count": len(self._live),
+                    "groups": self._groups,
+                    "applied_seq": self.applied_seq,
+                },
+            )
+            for old in self.path.glob("vectors.*.bin*"):
+                if not old.name.startswith(name):
+                    old.unlink(missing_ok=True)
+            self._file = name
+            self.saved_seq = self.applied_seq
+            self.unsaved = 0

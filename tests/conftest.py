@@ -1,0 +1,95 @@
+"""Fixtures: a deterministic fake embedder for fast tests, the real packaged model for marked ones."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentmem import Memory
+from agentmem.text import tokens
+
+DIM = 64
+
+
+class FakeEmbedder:
+    """Bag of hashed stemmed tokens: texts sharing words get similar vectors. Deterministic, instant."""
+
+    name = "fake-hash-64"
+    dim = DIM
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts += len(texts)
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for tok in tokens(text) or ["<empty>"]:
+                h = int.from_bytes(hashlib.blake2b(tok.encode(), digest_size=4).digest(), "little")
+                out[row, h % DIM] += 1.0 if (h >> 16) & 1 else -1.0
+            norm = np.linalg.norm(out[row])
+            out[row] = out[row] / norm if norm else 1.0 / np.sqrt(DIM)
+        return out
+
+
+class Clock:
+    """A controllable clock: starts at a fixed instant and moves only when told."""
+
+    def __init__(self, start: datetime = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("AGENTMEM_"):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def memory(data_dir: Path, embedder: FakeEmbedder, clock: Clock) -> Iterator[Memory]:
+    mem = Memory(data_dir, embedder=embedder, clock=clock)
+    yield mem
+    try:
+        mem.close()
+    except Exception:
+        pass
+
+
+@pytest.fixture(scope="session")
+def real_embedder():  # type: ignore[no-untyped-def]
+    from indexes.embed import SentenceTransformerEmbedder
+
+    e = SentenceTransformerEmbedder()
+    e.embed(["warm up"])
+    return e
