@@ -16,12 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from agentmem import validate
 from agentmem.config import Config
 from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
 from agentmem.kinds import KINDS, TIERS
+from agentmem.live import LiveSet
 from agentmem.migrations import LATEST
 from agentmem.ranking import score
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
@@ -66,6 +68,7 @@ class Memory:
         self._stale = False
         self.store = Store(self.path / DB_FILE)
         try:
+            self.live = LiveSet(self.store.where(INDEXABLE))
             self._backfill_embeddings()
             self.indexes = IndexSet(
                 self.path / "index",
@@ -103,11 +106,16 @@ class Memory:
 
     # -- writing -----------------------------------------------------------
 
-    def remember(self, item: NewMemory | str, /, **fields: Any) -> RememberResult:
-        """Store a memory: create it, reinforce the same memory, or supersede the one it replaces."""
-        if isinstance(item, str):
+    def remember(self, item: NewMemory | str | None = None, /, **fields: Any) -> RememberResult:
+        """Store a memory: create it, reinforce the same memory, or supersede the one it replaces.
+
+        Takes a `NewMemory`, or its fields as keywords (content first or as `content=`).
+        """
+        if not isinstance(item, NewMemory):
+            if item is not None:
+                fields["content"] = item
             try:
-                item = NewMemory(content=item, **fields)
+                item = NewMemory(**fields)
             except TypeError as exc:
                 raise ValidationError(str(exc)) from None
         elif fields:
@@ -165,19 +173,18 @@ class Memory:
 
     def _decide(self, new: NewMemory, vector: np.ndarray) -> Decision:
         """Gather the current memories the rules look at: by key, by slot, by content, by search."""
-        current = f"project = ? AND {INDEXABLE} AND kind NOT IN ('event', 'observation')"
+        live = self.live
         keyed = slotted = exact = None
         if new.kind not in NEVER_SUPERSEDED:
             if new.key is not None:
-                keyed = _first(self.store.where(f"{current} AND key = ?", [new.project, new.key]))
+                keyed = live.by_key(new.project, new.key)
             if new.triple is not None:
-                slot = slot_of(new.triple.subject, new.triple.predicate)
-                slotted = _first(self.store.where(f"{current} AND slot = ?", [new.project, slot]))
-            exact = _first(self.store.where(f"{current} AND norm_hash = ?", [new.project, sha256(normalise(new.content))]))
+                slotted = live.by_slot(new.project, slot_of(new.triple.subject, new.triple.predicate))
+            exact = live.by_content(new.project, new.content)
         n = self.config.shortlist
         ids = [i for i, _ in self.indexes.search_text(new.content, n, project=new.project)]
         ids += [i for i, _ in self.indexes.search_vector(vector, n, project=new.project)]
-        candidates = [m for m in self.store.get_many(list(dict.fromkeys(ids))).values() if m.is_latest and m.status == "active"]
+        candidates = [m for i in dict.fromkeys(ids) if (m := live.get(i)) is not None and m.project == new.project]
         return decide(
             kind=new.kind,
             content=new.content,
@@ -201,9 +208,11 @@ class Memory:
                 reinforcements=target.reinforcements + 1,
                 last_reinforced_at=now,
             )
+        refreshed = self.get(target.id)
+        self.live.put(refreshed)
         return RememberResult(
             outcome="reinforced",
-            memory=self.get(target.id),
+            memory=refreshed,
             reason=decision.reason,
             similarity=decision.similarity,
             near_duplicates=decision.near,
@@ -263,6 +272,9 @@ class Memory:
             for source_id in new.source_ids:
                 self.store.add_link(tx, new_id, source_id, "derived_from", now)
             self.store.enqueue(tx, ([("delete", old.id)] if old else []) + [("upsert", new_id)], now)
+        if old is not None:
+            self.live.drop(old.id)
+        self.live.put(version)
         return RememberResult(
             outcome=decision.outcome,
             memory=version,
@@ -354,7 +366,18 @@ class Memory:
         except IndexFailure as exc:
             raise IndexUnavailableError(str(exc)) from exc
         now = self.clock()
-        hits = self._rank(text_hits, vector_hits, filters + [INDEXABLE, "(expires_at IS NULL OR expires_at > ?)"], [*params, now], now, k)
+        tier_set, kind_set = set(tiers), set(kinds)
+
+        def keep(m: MemoryVersion) -> bool:
+            return (
+                (project is None or m.project == project)
+                and (agent is None or m.agent == agent)
+                and (not tier_set or m.tier in tier_set)
+                and (not kind_set or m.kind in kind_set)
+                and (m.expires_at is None or m.expires_at > now)
+            )
+
+        hits = self._rank(text_hits, vector_hits, keep, now, k)
         self._note_access([h.memory.id for h in hits])
         return hits
 
@@ -362,21 +385,19 @@ class Memory:
         self,
         text_hits: list[tuple[int, float]],
         vector_hits: list[tuple[int, float]],
-        filters: list[str],
-        params: list[Any],
+        keep: Callable[[MemoryVersion], bool],
         now: datetime,
         k: int,
     ) -> list[Hit]:
         bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
         vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
-        ids = list(dict.fromkeys([*bm25, *vec]))
-        if not ids:
-            return []
-        # Filter at read too: a stale index must never bring back an old version.
-        rows = self.store.where(" AND ".join([f"id IN ({', '.join('?' * len(ids))})", *filters]), [*ids, *params])
         scored = []
-        for m in rows:
-            total, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), weights=self.config.weights)
+        for i in dict.fromkeys([*bm25, *vec]):
+            # Filter at read against the live set: a stale index never brings back an old version.
+            m = self.live.get(i)
+            if m is None or not keep(m):
+                continue
+            total, parts = score(m, now=now, bm25=bm25.get(i), vector=vec.get(i), weights=self.config.weights)
             scored.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
         scored.sort(key=lambda h: (-h.score, -h.memory.id))
         return scored[:k]
@@ -436,12 +457,17 @@ class Memory:
         if not pending:
             return
         ids, counts = list(pending), list(pending.values())
+        now = self.clock()
         with self.store.transaction() as tx:
             tx.execute(
                 "UPDATE memories SET accesses = accesses + v.n, last_accessed_at = ? "
                 "FROM (SELECT unnest(?::BIGINT[]) AS id, unnest(?::INTEGER[]) AS n) v WHERE memories.id = v.id",
-                [self.clock(), ids, counts],
+                [now, ids, counts],
             )
+        for memory_id, n in pending.items():
+            m = self.live.get(memory_id)
+            if m is not None:
+                self.live.put(msgspec.structs.replace(m, accesses=m.accesses + n, last_accessed_at=now))
 
     # -- upkeep ------------------------------------------------------------
 

@@ -144,6 +144,7 @@ def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[n
             if taken:
                 raise ConflictError(f"{taken} of the file's memory ids are already in this store: import into an empty data directory")
         now = memory.clock()
+        inserted: list[MemoryVersion] = []
         with store.transaction() as tx:
             for line in tqdm(versions, desc="import", unit="memory", disable=not sys.stderr.isatty(), leave=False):
                 v = line.memory
@@ -151,6 +152,7 @@ def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[n
                     v = msgspec.structs.replace(v, content_hash=sha256(v.content))
                 slot = slot_of(v.triple.subject, v.triple.predicate) if v.triple else None
                 store.insert_version(tx, v, sha256(normalise(v.content)), slot)
+                inserted.append(v)
                 if same_model and line.embedding is not None:
                     store.put_embedding(tx, v.content_hash, embedder.name, np.asarray(line.embedding, dtype=np.float32))
                 elif v.content_hash in vectors:
@@ -159,5 +161,7 @@ def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[n
                 store.add_link(tx, ln.link.src_id, ln.link.dst_id, ln.link.kind, ln.link.created_at)
             store.enqueue(tx, [("upsert", v.memory.id) for v in versions if v.memory.is_latest], now)
             store._next_id = max(store._next_id, max(ids, default=0) + 1)
+        for v in inserted:
+            memory.live.put(v)
         memory._sync()
     return len(versions)

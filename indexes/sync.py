@@ -116,7 +116,7 @@ class IndexSet:
             return self._build_vectors(self.path / "vectors")
 
     def _note_rebuild(self, name: str, path: Path, why: Exception) -> None:
-        if path.exists():
+        if path.exists() or self.source.last_seq() > 0:
             self.rebuilt.append(name)
             log.warning("rebuilding the %s index from the store: %s", name, why)
         else:

@@ -1,0 +1,83 @@
+"""The current beliefs held in memory: every latest active version, looked up by id, key, slot or content.
+
+It mirrors DuckDB exactly because one process owns the store and updates it right after each
+commit. Recall filters and ranks against it, so a stale index can never bring back an old
+version and the hot path makes no DuckDB round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from agentmem.records import MemoryVersion
+from agentmem.supersede import NEVER_SUPERSEDED, slot_of
+from agentmem.text import normalise
+
+Lookup = tuple[str, str]  # (project, value)
+
+
+class LiveSet:
+    def __init__(self, versions: Iterable[MemoryVersion] = ()) -> None:
+        self._by_id: dict[int, MemoryVersion] = {}
+        self._by_key: dict[Lookup, set[int]] = {}
+        self._by_slot: dict[Lookup, set[int]] = {}
+        self._by_norm: dict[Lookup, set[int]] = {}
+        for v in versions:
+            self.put(v)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, memory_id: int) -> bool:
+        return memory_id in self._by_id
+
+    def get(self, memory_id: int) -> MemoryVersion | None:
+        return self._by_id.get(memory_id)
+
+    def ids(self) -> set[int]:
+        return set(self._by_id)
+
+    def _lookups(self, v: MemoryVersion) -> list[tuple[dict[Lookup, set[int]], Lookup]]:
+        if v.kind in NEVER_SUPERSEDED:
+            return []
+        out = [(self._by_norm, (v.project, normalise(v.content)))]
+        if v.key is not None:
+            out.append((self._by_key, (v.project, v.key)))
+        if v.triple is not None:
+            out.append((self._by_slot, (v.project, slot_of(v.triple.subject, v.triple.predicate))))
+        return out
+
+    def put(self, v: MemoryVersion) -> None:
+        """Add or refresh a version; one that is no longer latest and active is dropped instead."""
+        if not (v.is_latest and v.status == "active"):
+            self.drop(v.id)
+            return
+        if v.id in self._by_id:
+            self.drop(v.id)
+        self._by_id[v.id] = v
+        for table, lookup in self._lookups(v):
+            table.setdefault(lookup, set()).add(v.id)
+
+    def drop(self, memory_id: int) -> None:
+        v = self._by_id.pop(memory_id, None)
+        if v is None:
+            return
+        for table, lookup in self._lookups(v):
+            ids = table.get(lookup)
+            if ids is not None:
+                ids.discard(memory_id)
+                if not ids:
+                    del table[lookup]
+
+    def _newest(self, table: dict[Lookup, set[int]], lookup: Lookup) -> MemoryVersion | None:
+        ids = table.get(lookup)
+        return self._by_id[max(ids)] if ids else None
+
+    def by_key(self, project: str, key: str) -> MemoryVersion | None:
+        return self._newest(self._by_key, (project, key))
+
+    def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
+        return self._newest(self._by_slot, (project, slot))
+
+    def by_content(self, project: str, content: str) -> MemoryVersion | None:
+        return self._newest(self._by_norm, (project, normalise(content)))

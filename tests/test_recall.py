@@ -1,0 +1,104 @@
+"""Recall: hybrid candidates, filters, currentness, and never an old version."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentmem import Memory, ValidationError
+from indexes.docs import IndexFailure
+
+
+def test_finds_by_words_and_returns_parts(memory: Memory) -> None:
+    memory.remember("The staging cluster lives in eu-west-1", project="p")
+    memory.remember("Lunch is at noon on Fridays", project="p")
+    hits = memory.recall("where is the staging cluster", project="p", k=5)
+    assert "staging" in hits[0].memory.content
+    top = hits[0]
+    assert top.parts.bm25_rank == 1 and top.parts.vector_rank is not None
+    assert 0 < top.score <= 1 and not top.has_history
+
+
+def test_superseded_never_returned_even_with_a_stale_index(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = memory.remember("We use Postgres for the main database of the shop", project="p").memory
+
+    def broken(*a, **k):  # type: ignore[no-untyped-def]
+        raise IndexFailure("disk full")
+
+    monkeypatch.setattr(memory.indexes.bm25, "apply", broken)
+    monkeypatch.setattr(memory.indexes.vectors, "apply", broken)
+    new = memory.remember("We use MySQL for the main database of the shop", project="p")
+    assert new.outcome == "superseded"  # acknowledged: DuckDB has it
+    assert old.id in memory.indexes.bm25.ids()  # the index is stale...
+    ids = [h.memory.id for h in memory.recall("main database shop", project="p")]
+    assert old.id not in ids  # ...but recall filters at read
+    monkeypatch.undo()
+    ids = [h.memory.id for h in memory.recall("main database shop", project="p")]
+    assert ids == [new.memory.id]  # the next recall replayed the outbox
+    assert memory.check().ok
+
+
+def test_project_isolation(memory: Memory) -> None:
+    memory.remember("The secret launch date is March", project="alpha")
+    memory.remember("Gardening tips for spring", project="beta")
+    beta = memory.recall("secret launch date", project="beta")
+    assert [h.memory.content for h in beta] == ["Gardening tips for spring"]  # only via the vector side
+    assert all(h.memory.project == "alpha" for h in memory.recall("launch", project="alpha"))
+    assert {h.memory.project for h in memory.recall("launch date gardening")} == {"alpha", "beta"}
+
+
+def test_filters(memory: Memory) -> None:
+    memory.remember("Use tabs in Makefiles", project="p", kind="lesson", agent="a1", tier="semantic")
+    memory.remember("Use spaces in Python files", project="p", kind="preference", agent="a2", tier="semantic")
+    memory.remember("Use black for Python files", project="p", kind="procedure", agent="a2", tier="procedural")
+    assert {h.memory.kind for h in memory.recall("use files", project="p", kinds=["lesson"])} == {"lesson"}
+    assert {h.memory.agent for h in memory.recall("use files", project="p", agent="a2")} == {"a2"}
+    assert {h.memory.tier for h in memory.recall("use files", project="p", tiers=["procedural"])} == {"procedural"}
+    with pytest.raises(ValidationError):
+        memory.recall("x", kinds=["gossip"])
+
+
+def test_expired_hidden_at_once(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    memory.remember("The release freeze is on", project="p", ttl_days=1)
+    assert memory.recall("release freeze", project="p")
+    clock.advance(days=1, seconds=1)
+    assert memory.recall("release freeze", project="p") == []
+
+
+def test_currentness_breaks_ties(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    memory.remember("Standup notes: the cache warmed slowly", project="p", kind="observation", salience=0.2)
+    clock.advance(days=60)
+    memory.remember("Standup notes: the queue drained slowly", project="p", kind="observation", salience=0.2)
+    clock.advance(days=1)
+    hits = memory.recall("standup notes slowly", project="p")
+    assert "queue" in hits[0].memory.content  # the older observation has decayed
+    assert hits[0].parts.effective_confidence > hits[1].parts.effective_confidence
+
+
+def test_bad_queries(memory: Memory) -> None:
+    for bad in ("", "   ", "\x00"):
+        with pytest.raises(ValidationError):
+            memory.recall(bad)
+    for k in (0, -1, 10_000, True):
+        with pytest.raises(ValidationError):
+            memory.recall("x", k=k)
+    with pytest.raises(ValidationError):
+        memory.recall("x", as_of="yesterday-ish")
+
+
+def test_query_syntax_is_plain_words(memory: Memory) -> None:
+    memory.remember("project:alpha uses AND/OR logic (carefully)", project="p")
+    for q in ('project:alpha', 'AND OR NOT', '"unbalanced', "(carefully", "a*b?c~2^3"):
+        memory.recall(q, project="p")  # never raises on query syntax
+
+
+def test_access_counts_batched(data_dir, embedder, clock) -> None:  # type: ignore[no-untyped-def]
+    from agentmem import Config
+
+    with Memory(data_dir, embedder=embedder, clock=clock, config=Config(access_flush_every=3)) as mem:
+        a = mem.remember("The staging cluster lives in eu-west-1", project="p").memory
+        mem.recall("staging cluster", project="p")
+        assert mem.get(a.id).accesses == 0  # not written on the recall path yet
+        mem.recall("staging", project="p")
+        mem.flush()
+        got = mem.get(a.id)
+        assert got.accesses == 2 and got.last_accessed_at == clock.now

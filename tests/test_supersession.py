@@ -1,0 +1,181 @@
+"""The supersession rules as a table of cases, through the real DuckDB, Tantivy and hnswlib."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentmem import Memory, Triple
+from agentmem.supersede import Thresholds, decide
+from agentmem.text import jaccard, tokens
+
+P = "shop"
+
+# (first memory, second memory, expected outcome, expected reason)
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str | None]] = [
+    (
+        "same key, other value",
+        {"content": "The API listens on port 8080", "key": "api.port"},
+        {"content": "We're on 4000 now", "key": "api.port"},
+        "superseded",
+        "key",
+    ),
+    (
+        "same key, same content",
+        {"content": "The API listens on port 8080", "key": "api.port"},
+        {"content": "the API listens on port 8080.", "key": "api.port"},
+        "reinforced",
+        "key",
+    ),
+    (
+        "same triple slot, other object",
+        {"content": "Alice leads the payments team", "triple": Triple("Alice", "leads", "payments")},
+        {"content": "Alice now runs search", "triple": Triple("alice", "Leads", "search")},
+        "superseded",
+        "triple",
+    ),
+    (
+        "same triple, same object",
+        {"content": "Alice leads the payments team", "triple": Triple("Alice", "leads", "payments")},
+        {"content": "Alice is the lead of payments", "triple": Triple("Alice", "leads", "Payments")},
+        "reinforced",
+        "triple",
+    ),
+    (
+        "jaccard above 0.7",
+        {"content": "We use Postgres for the main database of the shop"},
+        {"content": "We use MySQL for the main database of the shop"},
+        "superseded",
+        "similarity",
+    ),
+    (
+        "jaccard between 0.4 and 0.7 only hints",
+        {"content": "The deploy pipeline runs on GitHub Actions every night"},
+        {"content": "The test pipeline runs on Jenkins every hour"},
+        "created",
+        None,
+    ),
+    (
+        "jaccard below 0.4",
+        {"content": "Our office is in Lisbon"},
+        {"content": "The cache uses Redis with a one hour TTL"},
+        "created",
+        None,
+    ),
+    (
+        "identical content reinforces",
+        {"content": "Deploys happen on Tuesdays"},
+        {"content": "deploys happen on tuesdays!"},
+        "reinforced",
+        "same content",
+    ),
+    (
+        "an event never supersedes",
+        {"content": "We use Postgres for the main database of the shop"},
+        {"content": "We use MySQL for the main database of the shop", "kind": "event"},
+        "created",
+        None,
+    ),
+    (
+        "an event is never superseded",
+        {"content": "We use Postgres for the main database of the shop", "kind": "event"},
+        {"content": "We use MySQL for the main database of the shop"},
+        "created",
+        None,
+    ),
+    (
+        "an event is never superseded by key either",
+        {"content": "Released version 1.0", "kind": "event", "key": "release"},
+        {"content": "Released version 2.0", "key": "release"},
+        "created",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "outcome", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_supersession_table(
+    memory: Memory, first: dict[str, Any], second: dict[str, Any], outcome: str, reason: str | None
+) -> None:
+    a = memory.remember(project=P, **first)
+    assert a.outcome == "created"
+    b = memory.remember(project=P, **second)
+    assert b.outcome == outcome
+    assert b.reason == (reason if outcome != "created" else None)
+    old = memory.get(a.memory.id)
+    if outcome == "superseded":
+        assert b.superseded_id == a.memory.id
+        assert b.memory.lineage_id == a.memory.lineage_id and b.memory.version == 2
+        assert b.memory.parent_id == a.memory.id
+        assert not old.is_latest and old.status == "superseded"
+        assert old.superseded_by == b.memory.id and old.supersede_reason == reason
+        assert old.superseded_at is not None and old.valid_to is not None
+        assert old.supersede_similarity == b.similarity
+    elif outcome == "reinforced":
+        assert b.memory.id == a.memory.id and b.memory.reinforcements == 1
+        assert old.is_latest and old.status == "active"
+    else:
+        assert b.memory.id != a.memory.id and old.is_latest and old.status == "active"
+    assert memory.check().ok
+
+
+def test_other_project_is_never_superseded(memory: Memory) -> None:
+    a = memory.remember("We use Postgres for the main database of the shop", project="one", key="db")
+    b = memory.remember("We use MySQL for the main database of the shop", project="two", key="db")
+    assert b.outcome == "created"
+    assert memory.get(a.memory.id).is_latest
+
+
+def test_between_thresholds_names_near_duplicates(memory: Memory) -> None:
+    a = memory.remember("The deploy pipeline runs on GitHub Actions every night", project=P)
+    b = memory.remember("The test pipeline runs on Jenkins every hour", project=P)
+    sim = jaccard(set(tokens(a.memory.content)), set(tokens(b.memory.content)))
+    assert 0.4 <= sim < 0.7
+    assert [d.id for d in b.near_duplicates] == [a.memory.id]
+    assert b.near_duplicates[0].similarity == pytest.approx(sim, abs=1e-4)
+
+
+def test_best_match_wins_not_first(memory: Memory) -> None:
+    weaker = memory.remember("The build server runs on a large machine in the Berlin office rack", project=P)
+    stronger = memory.remember("The build server runs on a small machine in the Berlin office", project=P)
+    assert stronger.outcome == "superseded" and stronger.superseded_id == weaker.memory.id
+    result = memory.remember("The build server runs on a tiny machine in the Berlin office", project=P)
+    assert result.outcome == "superseded" and result.superseded_id == stronger.memory.id
+
+
+def test_decide_picks_highest_similarity() -> None:
+    from datetime import UTC, datetime
+
+    from agentmem.records import MemoryVersion
+
+    def mv(i: int, text: str) -> MemoryVersion:
+        t = datetime(2026, 1, 1, tzinfo=UTC)
+        return MemoryVersion(
+            id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active", content=text,
+            tier="semantic", kind="fact", project=P, source="api", salience=0.5, confidence=0.7,
+            created_at=t, valid_from=t, last_reinforced_at=t,
+        )  # fmt: skip
+
+    new = "a b c d e f g h i j"
+    cands = [mv(1, "a b c d e f g h x y"), mv(2, "a b c d e f g h i y"), mv(3, "a b c z")]
+    d = decide(
+        kind="fact", content=new, triple_object=None, keyed=None, slotted=None, exact=None,
+        candidates=cands, thresholds=Thresholds(),
+    )  # fmt: skip
+    assert d.outcome == "superseded" and d.target is not None and d.target.id == 2
+
+
+def test_thresholds_are_configurable(data_dir, embedder, clock) -> None:  # type: ignore[no-untyped-def]
+    from agentmem import Config
+
+    strict = Config(thresholds=Thresholds(supersede=0.95, hint=0.5))
+    with Memory(data_dir, embedder=embedder, clock=clock, config=strict) as mem:
+        mem.remember("We use Postgres for the main database of the shop", project=P)
+        b = mem.remember("We use MySQL for the main database of the shop", project=P)
+        assert b.outcome == "created" and len(b.near_duplicates) == 1
+
+
+def test_invalid_thresholds_rejected() -> None:
+    with pytest.raises(ValueError):
+        Thresholds(supersede=0.3, hint=0.5)
