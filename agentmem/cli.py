@@ -137,7 +137,13 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
             _out(args, result, _remember_text(result))
         elif cmd == "recall":
             hits = mem.recall(
-                args.query, project=args.project, k=args.k, agent=args.agent, tiers=args.tier, kinds=args.kind, as_of=args.as_of
+                args.query,
+                project=args.project,
+                k=args.k,
+                agent=args.agent,
+                tiers=args.tier,
+                kinds=args.kind,
+                as_of=args.as_of,
             )
             _out(args, hits, _hits_text(hits))
         elif cmd == "get":

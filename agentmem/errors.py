@@ -1,13 +1,13 @@
 """The one error tree of agentmem; every error a caller can act on derives from AgentMemError.
 
-    AgentMemError
-    ├── ValidationError        bad input: nothing was written
-    ├── NotFoundError          no memory with that id
-    ├── ConflictError          the request clashes with what is stored (e.g. import ids in use)
-    ├── StoreError             the DuckDB file cannot be used
-    │   ├── StoreLockedError   another process holds the data directory
-    │   └── SchemaTooNewError  written by a newer agentmem: refused, not touched
-    └── IndexUnavailableError  an index or the embedding model failed (the store is intact)
+AgentMemError
+├── ValidationError        bad input: nothing was written
+├── NotFoundError          no memory with that id
+├── ConflictError          the request clashes with what is stored (e.g. import ids in use)
+├── StoreError             the DuckDB file cannot be used
+│   ├── StoreLockedError   another process holds the data directory
+│   └── SchemaTooNewError  written by a newer agentmem: refused, not touched
+└── IndexUnavailableError  an index or the embedding model failed (the store is intact)
 """
 
 from __future__ import annotations

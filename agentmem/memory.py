@@ -161,9 +161,13 @@ class Memory:
             return result
 
     def _vector_for(self, content: str, content_hash: str) -> np.ndarray:
-        row = self.store.cursor().execute(
-            "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, self.embedder.name]
-        ).fetchone()
+        row = (
+            self.store.cursor()
+            .execute(
+                "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, self.embedder.name]
+            )
+            .fetchone()
+        )
         if row is not None:
             return np.asarray(row[0], dtype=np.float32)
         try:
@@ -295,11 +299,15 @@ class Memory:
 
     def _backfill_embeddings(self) -> None:
         """Embed current memories that have no vector for this model (first open with a new model)."""
-        rows = self.store.cursor().execute(
-            f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
-            "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
-            [self.embedder.name],
-        ).fetchall()
+        rows = (
+            self.store.cursor()
+            .execute(
+                f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
+                [self.embedder.name],
+            )
+            .fetchall()
+        )
         if not rows:
             return
         log.warning("embedding %d memories for model %s", len(rows), self.embedder.name)
@@ -391,13 +399,16 @@ class Memory:
     ) -> list[Hit]:
         bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
         vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
+        best = _best(text_hits, vector_hits)
         scored = []
         for i in dict.fromkeys([*bm25, *vec]):
             # Filter at read against the live set: a stale index never brings back an old version.
             m = self.live.get(i)
             if m is None or not keep(m):
                 continue
-            total, parts = score(m, now=now, bm25=bm25.get(i), vector=vec.get(i), weights=self.config.weights)
+            total, parts = score(
+                m, now=now, bm25=bm25.get(i), vector=vec.get(i), best=best, weights=self.config.weights
+            )
             scored.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
         scored.sort(key=lambda h: (-h.score, -h.memory.id))
         return scored[:k]
@@ -416,12 +427,16 @@ class Memory:
         )
         n = max(self.config.recall_candidates, 4 * k)
         cols = ", ".join(f"m.{c}" for c in COLUMNS)
-        rows = self.store.cursor().execute(
-            f"SELECT {cols}, list_cosine_similarity(e.vector, ?::FLOAT[]) AS cos FROM memories m "
-            f"JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? WHERE {where} "
-            f"ORDER BY cos DESC LIMIT {n}",
-            [qv, self.embedder.name, *params, when, when, when],
-        ).fetchall()
+        rows = (
+            self.store.cursor()
+            .execute(
+                f"SELECT {cols}, list_cosine_similarity(e.vector, ?::FLOAT[]) AS cos FROM memories m "
+                f"JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? WHERE {where} "
+                f"ORDER BY cos DESC LIMIT {n}",
+                [qv, self.embedder.name, *params, when, when, when],
+            )
+            .fetchall()
+        )
         versions = {r[0]: to_version(r[:-1]) for r in rows}
         vector_hits = [(r[0], float(r[-1])) for r in rows]
         q = set(tokens(query))
@@ -432,9 +447,12 @@ class Memory:
         text_hits = [(i, s) for i, s in overlap if s > 0]
         bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
         vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
+        best = _best(text_hits, vector_hits)
         hits = []
         for i, m in versions.items():
-            total, parts = score(m, now=when, bm25=bm25.get(i), vector=vec.get(i), weights=self.config.weights)
+            total, parts = score(
+                m, now=when, bm25=bm25.get(i), vector=vec.get(i), best=best, weights=self.config.weights
+            )
             hits.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
         hits.sort(key=lambda h: (-h.score, -h.memory.id))
         return hits[:k]
@@ -502,8 +520,8 @@ class Memory:
         )
 
 
-def _first(items: list[MemoryVersion]) -> MemoryVersion | None:
-    return items[-1] if items else None
+def _best(text_hits: list[tuple[int, float]], vector_hits: list[tuple[int, float]]) -> tuple[float, float]:
+    return (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
 
 
 def _jaccard_text(a: str, b: str) -> float:
@@ -526,4 +544,3 @@ def _filters(
             filters.append(f"{column} IN ({', '.join('?' * len(values))})")
             params.extend(values)
     return filters, params
-

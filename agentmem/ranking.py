@@ -18,6 +18,7 @@ class Weights(msgspec.Struct, frozen=True):
     """How much currentness moves relevance: score = relevance x (1 - w + w x currentness)."""
 
     currentness: float = 0.3
+    fusion: float = 0.5  # share of reciprocal rank fusion in relevance; the rest is relative score
     confidence: float = 0.5
     salience: float = 0.25
     recency: float = 0.25
@@ -46,10 +47,21 @@ def score(
     now: datetime,
     bm25: tuple[int, float] | None,
     vector: tuple[int, float] | None,
+    best: tuple[float, float],
     weights: Weights,
 ) -> tuple[float, ScoreParts]:
-    """The final score of one candidate and its parts; `bm25` and `vector` are (rank, raw score)."""
-    relevance = rrf([bm25[0] if bm25 else None, vector[0] if vector else None])
+    """The final score of one candidate and its parts; `bm25` and `vector` are (rank, raw score).
+
+    Relevance blends reciprocal rank fusion with each list's score relative to its best hit
+    (`best` = top BM25 score, top cosine), so that a far better match is not levelled to a
+    rank one place higher.
+    """
+    fused = rrf([bm25[0] if bm25 else None, vector[0] if vector else None])
+    magnitude = 0.0
+    for hit, top in ((bm25, best[0]), (vector, best[1])):
+        if hit is not None and top > 0:
+            magnitude += max(0.0, hit[1]) / top / 2
+    relevance = weights.fusion * fused + (1.0 - weights.fusion) * magnitude
     conf = effective_confidence(m, now)
     recency = math.exp(-math.log(2) * days_between(m.valid_from, now) / weights.recency_half_life_days)
     current = weights.confidence * conf + weights.salience * m.salience + weights.recency * recency

@@ -76,7 +76,7 @@ class Store:
         self._conn.execute("SET TimeZone = 'UTC'")
         self.schema_version = migrate(self._conn)
         self._local = threading.local()
-        self._next_id = int(self._conn.execute("SELECT coalesce(max(id), 0) + 1 FROM memories").fetchone()[0])
+        self._next_id = int(self.scalar("SELECT coalesce(max(id), 0) + 1 FROM memories"))
 
     # -- connections -------------------------------------------------------
 
@@ -144,6 +144,7 @@ class Store:
         row = conn.execute(
             "UPDATE counters SET value = value + ? WHERE name = 'outbox_seq' RETURNING value", [len(ops)]
         ).fetchone()
+        assert row is not None
         last = int(row[0])
         first = last - len(ops) + 1
         conn.executemany(
@@ -159,23 +160,31 @@ class Store:
         rows = self.cursor().execute(f"{SELECT} WHERE id IN ({_placeholders(len(ids))})", list(ids)).fetchall()
         return {r[0]: to_version(r) for r in rows}
 
-    def where(self, condition: str, params: Sequence[Any] = (), order: str = "id", limit: int | None = None) -> list[MemoryVersion]:
+    def where(
+        self, condition: str, params: Sequence[Any] = (), order: str = "id", limit: int | None = None
+    ) -> list[MemoryVersion]:
         sql = f"{SELECT} WHERE {condition} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [to_version(r) for r in self.cursor().execute(sql, list(params)).fetchall()]
 
     def has_embedding(self, content_hash: str, model: str) -> bool:
-        row = self.cursor().execute(
-            "SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model]
-        ).fetchone()
+        row = (
+            self.cursor()
+            .execute("SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
+            .fetchone()
+        )
         return row is not None
 
     def links(self, memory_id: int) -> list[Link]:
-        rows = self.cursor().execute(
-            "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id = ? OR dst_id = ? ORDER BY created_at",
-            [memory_id, memory_id],
-        ).fetchall()
+        rows = (
+            self.cursor()
+            .execute(
+                "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id = ? OR dst_id = ? ORDER BY created_at",
+                [memory_id, memory_id],
+            )
+            .fetchall()
+        )
         return [Link(*r) for r in rows]
 
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -216,9 +225,11 @@ class StoreSource:
         ]
 
     def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
-        rows = self.store.cursor().execute(
-            "SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit]
-        ).fetchall()
+        rows = (
+            self.store.cursor()
+            .execute("SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit])
+            .fetchall()
+        )
         return [OutboxEntry(*r) for r in rows]
 
     def docs(self, ids: Sequence[int]) -> list[Doc]:

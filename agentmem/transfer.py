@@ -48,9 +48,12 @@ _decoder = msgspec.json.Decoder(Line)
 def export_lines(memory) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
     """JSON Lines for the whole store: a header, then versions by id, then links."""
     store, model = memory.store, memory.embedder.name
-    yield _encoder.encode(
-        Header(FORMAT, FORMAT_VERSION, store.schema_version, model, memory.embedder.dim, memory.clock())
-    ) + b"\n"
+    yield (
+        _encoder.encode(
+            Header(FORMAT, FORMAT_VERSION, store.schema_version, model, memory.embedder.dim, memory.clock())
+        )
+        + b"\n"
+    )
     cur = store._conn.cursor()
     try:
         cur.execute("SET TimeZone = 'UTC'")
@@ -62,7 +65,9 @@ def export_lines(memory) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
         )
         while rows := cur.fetchmany(1000):
             for r in rows:
-                yield _encoder.encode(VersionLine(to_version(r[:-1]), list(r[-1]) if r[-1] is not None else None)) + b"\n"
+                yield (
+                    _encoder.encode(VersionLine(to_version(r[:-1]), list(r[-1]) if r[-1] is not None else None)) + b"\n"
+                )
         cur.execute("SELECT src_id, dst_id, kind, created_at FROM links ORDER BY created_at, src_id, dst_id")
         for r in cur.fetchall():
             yield _encoder.encode(LinkLine(Link(*r))) + b"\n"
@@ -125,7 +130,8 @@ def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[n
     missing = [
         v.memory
         for v in versions
-        if v.memory.status != "deleted" and (not same_model or v.embedding is None)
+        if v.memory.status != "deleted"
+        and (not same_model or v.embedding is None)
         and not store.has_embedding(v.memory.content_hash or sha256(v.memory.content), embedder.name)
     ]
     vectors: dict[str, np.ndarray] = {}
@@ -138,11 +144,11 @@ def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[n
     bar.close()
     with memory._write:
         if ids:
-            taken = store.scalar(
-                f"SELECT count(*) FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
-            )
+            taken = store.scalar(f"SELECT count(*) FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids)
             if taken:
-                raise ConflictError(f"{taken} of the file's memory ids are already in this store: import into an empty data directory")
+                raise ConflictError(
+                    f"{taken} of the file's memory ids are already in this store: import into an empty data directory"
+                )
         now = memory.clock()
         inserted: list[MemoryVersion] = []
         with store.transaction() as tx:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -64,7 +65,7 @@ def content(value: str, config: Config, field: str = "content") -> str:
     return value
 
 
-def choice(value: str, allowed: tuple[str, ...] | dict[str, object], field: str) -> str:
+def choice(value: str, allowed: Collection[str], field: str) -> str:
     if value not in allowed:
         raise ValidationError(f"unknown {field} {value!r}: choose one of {', '.join(sorted(allowed))}")
     return value
@@ -81,7 +82,9 @@ def new_memory(m: NewMemory, config: Config, now: datetime) -> NewMemory:
     project = name(m.project, "project", config, required=True)
     triple = m.triple
     if triple is not None:
-        triple = Triple(*(content(getattr(triple, f), config, f"triple.{f}") for f in ("subject", "predicate", "object")))
+        triple = Triple(
+            *(content(getattr(triple, f), config, f"triple.{f}") for f in ("subject", "predicate", "object"))
+        )
     valid_from = utc(m.valid_from, "valid_from")
     expires_at = utc(m.expires_at, "expires_at")
     if m.ttl_days is not None:

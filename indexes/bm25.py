@@ -50,7 +50,7 @@ class BM25Index:
             raise IndexCorrupt(f"BM25 index at {path} is missing or from another schema")
         try:
             self._index = tantivy.Index(_schema(), path=str(path / "tantivy"), reuse=True)
-            self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
+            self._writer: tantivy.IndexWriter | None = self._index.writer(heap_size=50_000_000, num_threads=1)
             self._index.reload()
             n = self._index.searcher().num_docs
         except Exception as exc:  # tantivy raises ValueError/OSError/RuntimeError on damage
@@ -78,19 +78,22 @@ class BM25Index:
     def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int) -> None:
         """Replace `upserts`, remove `deletes`, commit, and record `seq` as applied."""
         with self._lock:
+            writer = self._writer
+            if writer is None:
+                raise IndexFailure("BM25 index is closed")
             try:
                 for doc_id in [d.id for d in upserts] + list(deletes):
-                    self._writer.delete_documents_by_term("id", doc_id)
+                    writer.delete_documents_by_term("id", doc_id)
                 for d in upserts:
-                    self._writer.add_document(
+                    writer.add_document(
                         tantivy.Document(
                             id=d.id, text=d.text, project=d.project, agent=d.agent, kind=d.kind, tier=d.tier
                         )
                     )
-                self._writer.commit()
+                writer.commit()
                 self._index.reload()
             except Exception as exc:
-                self._writer.rollback()
+                writer.rollback()
                 raise IndexFailure(f"BM25 write failed: {exc}") from exc
             self.applied_seq = max(self.applied_seq, seq)
             self._write_meta()
@@ -122,7 +125,7 @@ class BM25Index:
         if not result.hits:
             return []
         ids = searcher.fast_field_values("id", [addr for _score, addr in result.hits])
-        return [(int(i), float(score)) for i, (score, _addr) in zip(ids, result.hits, strict=True)]
+        return [(int(i), float(score)) for i, (score, _addr) in zip(ids, result.hits, strict=True)]  # type: ignore[arg-type]
 
     def count(self) -> int:
         return int(self._index.searcher().num_docs)
@@ -134,11 +137,11 @@ class BM25Index:
         if n == 0:
             return set()
         hits = searcher.search(tantivy.Query.all_query(), n, count=False).hits
-        return {int(i) for i in searcher.fast_field_values("id", [addr for _s, addr in hits])}
+        return {int(i) for i in searcher.fast_field_values("id", [addr for _s, addr in hits])}  # type: ignore[arg-type]
 
     def close(self) -> None:
         with self._lock:
-            writer = getattr(self, "_writer", None)
+            writer = self._writer
             if writer is not None:
                 try:
                     writer.wait_merging_threads()

@@ -6,7 +6,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,13 +46,13 @@ class SentenceTransformerEmbedder:
     def __init__(self, *, batch_size: int = 64, threads: int | None = None, cache_size: int = 1024) -> None:
         self.batch_size = batch_size
         self.threads = threads
-        self._model = None
+        self._model: Any = None
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
 
-    def _load(self):  # type: ignore[no-untyped-def]
+    def _load(self) -> Any:
         with self._load_lock:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -86,7 +86,9 @@ class VectorIndex:
             self._group_of[label] = code
             self._group_size[code] = self._group_size.get(code, 0) + 1
         if len(self._live) != meta["count"]:
-            raise IndexCorrupt(f"vector index at {self.path} lists {len(self._live)} ids, its meta says {meta['count']}")
+            raise IndexCorrupt(
+                f"vector index at {self.path} lists {len(self._live)} ids, its meta says {meta['count']}"
+            )
         self.applied_seq = self.saved_seq = int(meta["applied_seq"])
         self._file = meta["file"]
 

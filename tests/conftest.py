@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentmem import Memory
-from fakes import FakeEmbedder  # noqa: I001 (tests dir is on sys.path)
+from fakes import FakeEmbedder
+
 
 class Clock:
     """A controllable clock: starts at a fixed instant and moves only when told."""

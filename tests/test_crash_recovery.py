@@ -142,7 +142,7 @@ WRITER = textwrap.dedent(
 @pytest.mark.parametrize("kill_after", [0.3, 1.0, 2.5])
 def test_sigkill_during_a_burst_loses_no_acknowledged_write(tmp_path: Path, kill_after: float) -> None:
     data = tmp_path / "data"
-    for round_ in range(2):
+    for _round in range(2):
         proc = subprocess.Popen(
             [sys.executable, "-c", WRITER.format(tests=str(TESTS), root=str(ROOT), data=str(data))],
             stdout=subprocess.PIPE,
@@ -164,9 +164,11 @@ def test_sigkill_during_a_burst_loses_no_acknowledged_write(tmp_path: Path, kill
                     old = mem.get(a["old"])
                     assert old.superseded_by == a["id"] and not old.is_latest
                     assert got.parent_id == old.id and got.lineage_id == old.lineage_id
-            lineages = mem.store.cursor().execute(
-                "SELECT lineage_id, count(*) FILTER (WHERE is_latest) FROM memories GROUP BY 1"
-            ).fetchall()
+            lineages = (
+                mem.store.cursor()
+                .execute("SELECT lineage_id, count(*) FILTER (WHERE is_latest) FROM memories GROUP BY 1")
+                .fetchall()
+            )
             assert all(n == 1 for _, n in lineages)  # nothing half-written
             for h in mem.recall("service port worker", project="p", k=50):
                 assert h.memory.is_latest

