@@ -26,10 +26,10 @@ def test_embedder_gives_unit_vectors_offline(real_embedder) -> None:  # type: ig
 
 def test_semantic_recall_and_supersession(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
     with Memory(tmp_path / "d", embedder=real_embedder) as mem:
-        old = mem.remember("Our production database is PostgreSQL 15", project="shop").memory
+        old = mem.remember("Our production database for the shop backend is PostgreSQL", project="shop").memory
         mem.remember("The office dog is called Biscuit", project="shop")
         mem.remember("Deployments go out every Tuesday afternoon", project="shop")
-        new = mem.remember("Our production database is MySQL 8", project="shop")
+        new = mem.remember("Our production database for the shop backend is MySQL", project="shop")
         assert new.outcome == "superseded" and new.superseded_id == old.id
         hits = mem.recall("which relational DB do we run in prod?", project="shop", k=3)
         assert hits[0].memory.id == new.memory.id
