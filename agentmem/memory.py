@@ -22,7 +22,7 @@ import numpy as np
 from agentmem import validate
 from agentmem.config import Config
 from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
-from agentmem.kinds import KINDS, TIERS
+from agentmem.kinds import KINDS, STATUSES, TIERS
 from agentmem.live import LiveSet
 from agentmem.migrations import LATEST
 from agentmem.ranking import score
@@ -104,6 +104,11 @@ class Memory:
             self._sync()
             self.indexes.flush()
 
+    @property
+    def index_stale(self) -> bool:
+        """True while an index write has failed and the outbox has not been replayed yet."""
+        return self._stale
+
     # -- writing -----------------------------------------------------------
 
     def remember(self, item: NewMemory | str | None = None, /, **fields: Any) -> RememberResult:
@@ -160,6 +165,43 @@ class Memory:
             self._sync()
             return result
 
+    def observe(self, items: Sequence[NewMemory]) -> list[MemoryVersion]:
+        """Record a batch of raw observations or events in one transaction: all or nothing.
+
+        They never supersede or reinforce anything; consolidation turns them into memories later.
+        """
+        now = self.clock()
+        checked = []
+        for n, item in enumerate(items):
+            try:
+                new = validate.new_memory(item, self.config, now)
+            except ValidationError as exc:
+                raise ValidationError(f"observation {n}: {exc}") from None
+            if new.kind not in NEVER_SUPERSEDED:
+                raise ValidationError(f"observation {n}: kind must be observation or event, not {new.kind!r}")
+            checked.append(new)
+        hashes = [sha256(m.content) for m in checked]
+        model = self.embedder.name
+        todo = {h: m.content for h, m in zip(hashes, checked, strict=True) if not self.store.has_embedding(h, model)}
+        try:
+            vectors = dict(zip(todo, self.embedder.embed(list(todo.values())), strict=True)) if todo else {}
+        except IndexFailure as exc:
+            raise IndexUnavailableError(str(exc)) from exc
+        with self._write:
+            self._flush_access()
+            now = self.clock()
+            created = []
+            with self.store.transaction() as tx:
+                for new, content_hash in zip(checked, hashes, strict=True):
+                    if content_hash in vectors:
+                        self.store.put_embedding(tx, content_hash, self.embedder.name, vectors.pop(content_hash))
+                    created.append(self._insert(tx, new, content_hash, None, now))
+                self.store.enqueue(tx, [("upsert", v.id) for v in created], now)
+            for v in created:
+                self.live.put(v)
+            self._sync()
+            return created
+
     def _vector_for(self, content: str, content_hash: str) -> np.ndarray:
         row = (
             self.store.cursor()
@@ -177,14 +219,14 @@ class Memory:
 
     def _decide(self, new: NewMemory, vector: np.ndarray) -> Decision:
         """Gather the current memories the rules look at: by key, by slot, by content, by search."""
-        live = self.live
+        live, project = self.live, _project(new)
         keyed = slotted = exact = None
         if new.kind not in NEVER_SUPERSEDED:
             if new.key is not None:
-                keyed = live.by_key(new.project, new.key)
+                keyed = live.by_key(project, new.key)
             if new.triple is not None:
-                slotted = live.by_slot(new.project, slot_of(new.triple.subject, new.triple.predicate))
-            exact = live.by_content(new.project, new.content)
+                slotted = live.by_slot(project, slot_of(new.triple.subject, new.triple.predicate))
+            exact = live.by_content(project, new.content)
         n = self.config.shortlist
         ids = [i for i, _ in self.indexes.search_text(new.content, n, project=new.project)]
         ids += [i for i, _ in self.indexes.search_vector(vector, n, project=new.project)]
@@ -222,43 +264,52 @@ class Memory:
             near_duplicates=decision.near,
         )
 
+    def _insert(
+        self, tx: Any, new: NewMemory, content_hash: str, old: MemoryVersion | None, now: datetime
+    ) -> MemoryVersion:
+        """Insert one new version (continuing `old`'s lineage when given) inside the caller's transaction."""
+        new_id = self.store.allocate_id()
+        version = MemoryVersion(
+            id=new_id,
+            lineage_id=old.lineage_id if old else new_id,
+            version=old.version + 1 if old else 1,
+            parent_id=old.id if old else None,
+            is_latest=True,
+            status="active",
+            content=new.content,
+            title=new.title,
+            triple=new.triple,
+            key=new.key,
+            tier=new.tier,
+            kind=new.kind,
+            project=_project(new),
+            agent=new.agent,
+            session=new.session,
+            source=new.source,
+            source_ref=new.source_ref,
+            source_ids=list(new.source_ids),
+            salience=new.salience,
+            confidence=new.confidence if new.confidence is not None else KINDS[new.kind].start_confidence,
+            pinned=new.pinned,
+            created_at=now,
+            valid_from=new.valid_from or now,
+            expires_at=new.expires_at,
+            last_reinforced_at=now,
+            content_hash=content_hash,
+        )
+        slot = slot_of(new.triple.subject, new.triple.predicate) if new.triple else None
+        self.store.insert_version(tx, version, sha256(normalise(new.content)), slot)
+        for source_id in new.source_ids:
+            self.store.add_link(tx, new_id, source_id, "derived_from", now)
+        return version
+
     def _create(
         self, new: NewMemory, content_hash: str, vector: np.ndarray, decision: Decision, now: datetime
     ) -> RememberResult:
         old = decision.target if decision.outcome == "superseded" else None
-        valid_from = new.valid_from or now
         with self.store.transaction() as tx:
-            new_id = self.store.allocate_id()
-            version = MemoryVersion(
-                id=new_id,
-                lineage_id=old.lineage_id if old else new_id,
-                version=old.version + 1 if old else 1,
-                parent_id=old.id if old else None,
-                is_latest=True,
-                status="active",
-                content=new.content,
-                title=new.title,
-                triple=new.triple,
-                key=new.key,
-                tier=new.tier,
-                kind=new.kind,
-                project=new.project,
-                agent=new.agent,
-                session=new.session,
-                source=new.source,
-                source_ref=new.source_ref,
-                source_ids=list(new.source_ids),
-                salience=new.salience,
-                confidence=new.confidence if new.confidence is not None else KINDS[new.kind].start_confidence,
-                pinned=new.pinned,
-                created_at=now,
-                valid_from=valid_from,
-                expires_at=new.expires_at,
-                last_reinforced_at=now,
-                content_hash=content_hash,
-            )
-            slot = slot_of(new.triple.subject, new.triple.predicate) if new.triple else None
             self.store.put_embedding(tx, content_hash, self.embedder.name, vector)
+            version = self._insert(tx, new, content_hash, old, now)
             if old is not None:
                 # The old version leaves the indexes but keeps its history: who, when, why.
                 self.store.update(
@@ -266,16 +317,13 @@ class Memory:
                     old.id,
                     is_latest=False,
                     status="superseded",
-                    valid_to=max(valid_from, old.valid_from),
-                    superseded_by=new_id,
+                    valid_to=max(version.valid_from, old.valid_from),
+                    superseded_by=version.id,
                     superseded_at=now,
                     supersede_reason=decision.reason,
                     supersede_similarity=decision.similarity,
                 )
-            self.store.insert_version(tx, version, sha256(normalise(new.content)), slot)
-            for source_id in new.source_ids:
-                self.store.add_link(tx, new_id, source_id, "derived_from", now)
-            self.store.enqueue(tx, ([("delete", old.id)] if old else []) + [("upsert", new_id)], now)
+            self.store.enqueue(tx, ([("delete", old.id)] if old else []) + [("upsert", version.id)], now)
         if old is not None:
             self.live.drop(old.id)
         self.live.put(version)
@@ -331,6 +379,44 @@ class Memory:
         """Every version of the memory's lineage, oldest first, with their death records."""
         lineage = self.get(memory_id).lineage_id
         return self.store.where("lineage_id = ?", [lineage], order="version")
+
+    def list_versions(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        kinds: Sequence[str] = (),
+        tiers: Sequence[str] = (),
+        agent: str | None = None,
+        status: str | None = "active",
+        latest_only: bool = True,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> tuple[list[MemoryVersion], int | None]:
+        """A page of versions, newest id first, and the cursor for the next page (None at the end)."""
+        if isinstance(limit, bool) or not 1 <= limit <= self.config.max_k:
+            raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
+        if status is not None and status not in STATUSES:
+            raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)}")
+        conds: list[str] = []
+        params: list[Any] = []
+        if projects is not None:
+            if not projects:
+                return [], None
+            conds.append(f"project IN ({', '.join('?' * len(projects))})")
+            params.extend(projects)
+        more, more_params = _filters(None, validate.name(agent, "agent", self.config), tiers, kinds)
+        conds += more
+        params += more_params
+        if status is not None:
+            conds.append("status = ?")
+            params.append(status)
+        if latest_only:
+            conds.append("is_latest")
+        if before_id is not None:
+            conds.append("id < ?")
+            params.append(int(before_id))
+        rows = self.store.where(" AND ".join(conds) or "true", params, order="id DESC", limit=limit + 1)
+        return rows[:limit], (rows[limit - 1].id if len(rows) > limit else None)
 
     def links(self, memory_id: int) -> list[Link]:
         self.get(memory_id)
@@ -502,16 +588,24 @@ class Memory:
             raise ValidationError(str(exc)) from None
         return self.check()
 
-    def stats(self) -> Stats:
+    def stats(self, projects: Sequence[str] | None = None) -> Stats:
+        """Counts over the store (within `projects` when given) and the indexes."""
         s = self.store
+        where, params = (
+            ("true", [])
+            if projects is None
+            else (f"project IN ({', '.join('?' * len(projects))})" if projects else "false", list(projects))
+        )
         return Stats(
-            versions=int(s.scalar("SELECT count(*) FROM memories")),
-            latest_active=int(s.scalar(f"SELECT count(*) FROM memories WHERE {INDEXABLE}")),
-            by_status=s.counts("status"),
-            by_tier=s.counts("tier"),
-            by_kind=s.counts("kind"),
-            projects=int(s.scalar("SELECT count(DISTINCT project) FROM memories")),
-            links=int(s.scalar("SELECT count(*) FROM links")),
+            versions=int(s.scalar(f"SELECT count(*) FROM memories WHERE {where}", params)),
+            latest_active=int(s.scalar(f"SELECT count(*) FROM memories WHERE {where} AND {INDEXABLE}", params)),
+            by_status=s.counts("status", where, params),
+            by_tier=s.counts("tier", where, params),
+            by_kind=s.counts("kind", where, params),
+            projects=int(s.scalar(f"SELECT count(DISTINCT project) FROM memories WHERE {where}", params)),
+            links=int(
+                s.scalar(f"SELECT count(*) FROM links WHERE src_id IN (SELECT id FROM memories WHERE {where})", params)
+            ),
             outbox_pending=self.indexes.lag(),
             bm25_docs=self.indexes.bm25.count(),
             vector_docs=self.indexes.vectors.count(),
@@ -522,6 +616,12 @@ class Memory:
 
 def _best(text_hits: list[tuple[int, float]], vector_hits: list[tuple[int, float]]) -> tuple[float, float]:
     return (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
+
+
+def _project(new: NewMemory) -> str:
+    if new.project is None:  # validate.new_memory guarantees a project; this keeps the types honest
+        raise ValidationError("project is required")
+    return new.project
 
 
 def _jaccard_text(a: str, b: str) -> float:

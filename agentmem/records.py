@@ -61,7 +61,7 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """What a caller asks to remember; everything but content and project has a default."""
 
     content: str
-    project: str
+    project: str | None = None
     kind: str = "fact"
     tier: str = "semantic"
     title: str | None = None

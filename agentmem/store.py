@@ -191,8 +191,9 @@ class Store:
         row = self.cursor().execute(sql, list(params)).fetchone()
         return row[0] if row else None
 
-    def counts(self, column: str) -> dict[str, int]:
-        rows = self.cursor().execute(f"SELECT {column}, count(*) FROM memories GROUP BY 1 ORDER BY 1").fetchall()
+    def counts(self, column: str, where: str = "true", params: Sequence[Any] = ()) -> dict[str, int]:
+        sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
+        rows = self.cursor().execute(sql, list(params)).fetchall()
         return {str(k): int(n) for k, n in rows}
 
 

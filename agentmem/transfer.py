@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import IO
 
@@ -45,8 +45,8 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Line)
 
 
-def export_lines(memory) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
-    """JSON Lines for the whole store: a header, then versions by id, then links."""
+def export_lines(memory, projects: Sequence[str] | None = None) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
+    """JSON Lines for the store (or `projects`): a header, then versions by id, then their links."""
     store, model = memory.store, memory.embedder.name
     yield (
         _encoder.encode(
@@ -58,17 +58,25 @@ def export_lines(memory) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
     try:
         cur.execute("SET TimeZone = 'UTC'")
         cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        scope, params = "true", []
+        if projects is not None:
+            scope = f"m.project IN ({', '.join('?' * len(projects))})" if projects else "false"
+            params = list(projects)
         cur.execute(
             f"SELECT {cols}, e.vector FROM memories m LEFT JOIN embeddings e "
-            "ON e.content_hash = m.content_hash AND e.model = ? ORDER BY m.id",
-            [model],
+            f"ON e.content_hash = m.content_hash AND e.model = ? WHERE {scope} ORDER BY m.id",
+            [model, *params],
         )
         while rows := cur.fetchmany(1000):
             for r in rows:
                 yield (
                     _encoder.encode(VersionLine(to_version(r[:-1]), list(r[-1]) if r[-1] is not None else None)) + b"\n"
                 )
-        cur.execute("SELECT src_id, dst_id, kind, created_at FROM links ORDER BY created_at, src_id, dst_id")
+        cur.execute(
+            "SELECT src_id, dst_id, kind, created_at FROM links "
+            f"WHERE src_id IN (SELECT m.id FROM memories m WHERE {scope}) ORDER BY created_at, src_id, dst_id",
+            params,
+        )
         for r in cur.fetchall():
             yield _encoder.encode(LinkLine(Link(*r))) + b"\n"
     finally:

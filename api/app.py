@@ -1,0 +1,143 @@
+"""The Litestar application: routes, auth, error mapping, OpenAPI at /docs, lifecycle of the Memory."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from litestar import Litestar, MediaType, Request, Response
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+
+from agentmem import Memory
+from agentmem.errors import (
+    AgentMemError,
+    ConflictError,
+    IndexUnavailableError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
+from api import metrics
+from api.auth import Authenticator, principal
+from api.deps import memory
+from api.routes import admin, memories, search, transfer
+from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
+from api.settings import Settings
+
+log = logging.getLogger("agentmem")
+
+STATUS: dict[type[AgentMemError], int] = {
+    ValidationError: 400,
+    NotFoundError: 404,
+    ConflictError: 409,
+    IndexUnavailableError: 503,
+    StoreError: 503,
+}
+HTTP_CODES = {400: "invalid_input", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+              409: "conflict", 413: "too_large", 429: "too_many_requests", 503: "unavailable"}  # fmt: skip
+
+
+def _error(status: int, code: str, message: str, details: list[dict[str, str]] | None = None) -> Response[ErrorReply]:
+    return Response(ErrorReply(ErrorDetail(code, message, details)), status_code=status, media_type=MediaType.JSON)
+
+
+def _agentmem_error(_: Request, exc: AgentMemError) -> Response[ErrorReply]:  # type: ignore[type-arg]
+    status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
+    return _error(status, exc.code, str(exc))
+
+
+def _validation_error(_: Request, exc: ValidationException) -> Response[ErrorReply]:  # type: ignore[type-arg]
+    extra = exc.extra if isinstance(exc.extra, list) else None
+    details = [{k: str(v) for k, v in e.items()} for e in extra if isinstance(e, dict)] if extra else None
+    message = exc.detail
+    if details:
+        message = f"{exc.detail}: " + "; ".join(f"{d.get('key', '')}: {d.get('message', '')}" for d in details)
+    return _error(400, "invalid_input", message, details)
+
+
+def _http_error(_: Request, exc: HTTPException) -> Response[ErrorReply]:  # type: ignore[type-arg]
+    return _error(exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), exc.detail)
+
+
+def _internal_error(request: Request, exc: Exception) -> Response[ErrorReply]:  # type: ignore[type-arg]
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error(500, "internal", "internal error: the request was not completed; see the server log")
+
+
+def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any = None) -> Litestar:
+    """The service. Pass `mem` to serve an open Memory (tests); otherwise one is opened on startup
+    from `settings.data_dir` with `embedder` (default: the packaged MiniLM) and closed on shutdown."""
+    state = State(
+        {
+            "settings": settings,
+            "auth": Authenticator(settings.tokens),
+            "metrics": metrics.Metrics(),
+            "rebuild": RebuildStatus(state="idle"),
+            "rebuild_lock": threading.Lock(),
+            "memory": mem,
+        }
+    )
+    owns = mem is None
+
+    def startup(app: Litestar) -> None:
+        if app.state.memory is None:
+            from indexes.embed import SentenceTransformerEmbedder
+
+            app.state.memory = Memory(settings.data_dir, embedder=embedder or SentenceTransformerEmbedder())
+            log.info("agentmem serving %s", settings.data_dir)
+
+    def shutdown(app: Litestar) -> None:
+        if owns and app.state.memory is not None:
+            app.state.memory.close()  # flushes indexes and records the applied outbox seq
+            app.state.memory = None
+
+    return Litestar(
+        route_handlers=[
+            admin.health,
+            admin.ready,
+            admin.stats,
+            admin.check,
+            admin.start_rebuild,
+            admin.rebuild_status,
+            admin.metrics,
+            memories.remember,
+            memories.observe,
+            memories.get_memory,
+            memories.history,
+            memories.revise,
+            memories.list_memories,
+            search.recall,
+            search.context,
+            transfer.export,
+            transfer.import_,
+        ],
+        dependencies={"who": Provide(principal), "mem": Provide(memory, sync_to_thread=False)},
+        exception_handlers={
+            AgentMemError: _agentmem_error,
+            ValidationException: _validation_error,
+            HTTPException: _http_error,
+            Exception: _internal_error,
+        },
+        middleware=[metrics.middleware],
+        on_startup=[startup],
+        on_shutdown=[shutdown],
+        state=state,
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="agentmem",
+            version="0.1.0",
+            description="A versioned memory service for AI agents. Send `Authorization: Bearer <token>`.",
+            path="/docs",
+            render_plugins=[SwaggerRenderPlugin(path="/"), JsonRenderPlugin(path="/openapi.json")],
+            components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
+            security=[{"bearer": []}],
+            use_handler_docstrings=True,
+        ),
+        logging_config=None,
+    )

@@ -1,0 +1,1 @@
+"""One module of route handlers per resource."""

@@ -1,0 +1,95 @@
+"""Health, readiness, stats, consistency check, online rebuild and metrics."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import msgspec
+from anyio.to_thread import run_sync as run
+from litestar import Response, get, post
+from litestar.datastructures import State
+
+from agentmem import Memory, Stats
+from api.auth import Principal
+from api.schemas import RebuildStatus
+from indexes.sync import Consistency
+
+
+class Health(msgspec.Struct, frozen=True):
+    status: str
+
+
+class Readiness(msgspec.Struct, frozen=True, kw_only=True):
+    ready: bool
+    outbox_lag: int
+    index_stale: bool
+    rebuild: str
+
+
+@get("/health", summary="Liveness (no token needed)", security=[], sync_to_thread=False)
+def health() -> Health:
+    return Health(status="ok")
+
+
+@get("/ready", summary="Readiness: indexes caught up with the store (no token needed)")
+async def ready(mem: Memory, state: State) -> Response[Readiness]:
+    lag = await run(mem.indexes.lag)
+    stale = mem.index_stale
+    body = Readiness(ready=lag == 0 and not stale, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state)
+    return Response(body, status_code=200 if body.ready else 503)
+
+
+@get("/v1/stats", sync_to_thread=True, summary="Counts over the caller's projects and the indexes")
+def stats(who: Principal, mem: Memory) -> Stats:
+    return mem.stats(who.scope())
+
+
+@post("/v1/check", sync_to_thread=True, status_code=200, summary="Consistency check (admin)")
+def check(who: Principal, mem: Memory) -> Consistency:
+    """Ids in each index against the latest active ids in DuckDB."""
+    who.require("admin")
+    return mem.check()
+
+
+@post("/v1/rebuild", status_code=202, sync_to_thread=False, summary="Start an online index rebuild (admin)")
+def start_rebuild(who: Principal, mem: Memory, state: State) -> RebuildStatus:
+    """Rebuilds both indexes from DuckDB in the background while recall keeps serving; poll
+    GET /v1/rebuild for its state."""
+    who.require("admin")
+    with state.rebuild_lock:
+        if state.rebuild.state == "running":
+            return state.rebuild  # type: ignore[no-any-return]
+        state.rebuild = RebuildStatus(state="running", started_at=datetime.now(UTC))
+
+    def run() -> None:
+        try:
+            report = mem.rebuild()
+            final = "done" if report.ok else "failed"
+            message = f"{report.expected} memories indexed" if report.ok else "inconsistent after rebuild"
+        except Exception as exc:  # reported through GET /v1/rebuild, and logged
+            final, message = "failed", str(exc)
+        state.rebuild = RebuildStatus(
+            state=final, started_at=state.rebuild.started_at, finished_at=datetime.now(UTC), message=message
+        )
+
+    threading.Thread(target=run, name="agentmem-rebuild", daemon=True).start()
+    return state.rebuild  # type: ignore[no-any-return]
+
+
+@get("/v1/rebuild", sync_to_thread=False, summary="State of the last online rebuild")
+def rebuild_status(who: Principal, state: State) -> RebuildStatus:
+    who.require("admin")
+    return state.rebuild  # type: ignore[no-any-return]
+
+
+@get("/metrics", sync_to_thread=True, media_type="text/plain; version=0.0.4", summary="Prometheus metrics")
+def metrics(who: Principal, mem: Memory, state: State) -> str:
+    gauges = {
+        "bm25_documents": mem.indexes.bm25.count(),
+        "vector_documents": mem.indexes.vectors.count(),
+        "outbox_lag": mem.indexes.lag(),
+        "index_stale": int(mem.index_stale),
+        "current_memories": len(mem.live),
+    }
+    return state.metrics.render(gauges)  # type: ignore[no-any-return]

@@ -1,0 +1,104 @@
+"""/v1/memories and /v1/observations: write, read, list, history, new versions."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from anyio.to_thread import run_sync as run
+from litestar import Response, get, post
+from litestar.datastructures import State
+from litestar.params import Parameter
+
+from agentmem import Memory, NewMemory, RememberResult, ValidationError
+from agentmem.records import MemoryVersion
+from api.auth import Principal
+from api.deps import visible
+from api.schemas import ObserveReply, ObserveRequest, Page, ReviseRequest
+
+
+@post("/v1/memories", summary="Remember: create, reinforce or supersede")
+async def remember(data: NewMemory, who: Principal, mem: Memory) -> Response[RememberResult]:
+    """Store a memory. The reply says whether it was created, reinforced (same content, key or
+    triple) or superseded an older version (with the old id, the reason and the similarity),
+    and lists near duplicates that were left alone."""
+    who.require("write")
+    result = await run(mem.remember, msgspec.structs.replace(data, project=who.project(data.project)))
+    return Response(result, status_code=201 if result.outcome != "reinforced" else 200)
+
+
+@post("/v1/observations", summary="Log a batch of raw observations")
+async def observe(data: ObserveRequest, who: Principal, mem: Memory, state: State) -> Response[ObserveReply]:
+    """Record raw events from an agent host in one transaction (all or nothing)."""
+    who.require("write")
+    limit = state.settings.max_batch
+    if not data.observations:
+        raise ValidationError("observations may not be empty")
+    if len(data.observations) > limit:
+        raise ValidationError(f"at most {limit} observations a request")
+    items = [
+        NewMemory(
+            content=o.content,
+            project=who.project(o.project),
+            kind=o.kind,
+            tier="working",
+            title=o.tool,
+            agent=o.agent,
+            session=o.session,
+            source="api",
+            source_ref=o.source_ref,
+            salience=o.salience,
+            valid_from=o.at,
+        )
+        for o in data.observations
+    ]
+    created = await run(mem.observe, items)
+    return Response(ObserveReply(ids=[v.id for v in created]), status_code=201)
+
+
+@get("/v1/memories/{memory_id:int}", sync_to_thread=True, summary="One version")
+def get_memory(memory_id: int, who: Principal, mem: Memory) -> MemoryVersion:
+    return visible(mem, who, memory_id)
+
+
+@get("/v1/memories/{memory_id:int}/history", sync_to_thread=True, summary="Every version of a lineage")
+def history(memory_id: int, who: Principal, mem: Memory) -> list[MemoryVersion]:
+    """Oldest first, each superseded version with its death record (by whom, when, why)."""
+    visible(mem, who, memory_id)
+    return mem.history(memory_id)
+
+
+@post("/v1/memories/{memory_id:int}/versions", status_code=201, sync_to_thread=True, summary="Write a new version")
+def revise(memory_id: int, data: ReviseRequest, who: Principal, mem: Memory) -> RememberResult:
+    who.require("write")
+    visible(mem, who, memory_id)
+    changes = {
+        k: v for k, v in msgspec.structs.asdict(data).items() if v is not None and k not in ("content", "reason")
+    }
+    return mem.revise(memory_id, data.content, reason=data.reason, **changes)
+
+
+@get("/v1/memories", sync_to_thread=True, summary="List versions with filters and a cursor")
+def list_memories(
+    who: Principal,
+    mem: Memory,
+    project: Annotated[list[str] | None, Parameter(description="repeat for several")] = None,
+    kind: list[str] | None = None,
+    tier: list[str] | None = None,
+    agent: str | None = None,
+    status: Annotated[str, Parameter(description="active, superseded, ..., or all")] = "active",
+    latest_only: bool = True,
+    cursor: Annotated[int | None, Parameter(description="next_cursor of the previous page")] = None,
+    limit: Annotated[int, Parameter(ge=1, le=1000)] = 50,
+) -> Page:
+    items, nxt = mem.list_versions(
+        projects=who.scope(project),
+        kinds=kind or (),
+        tiers=tier or (),
+        agent=agent,
+        status=None if status == "all" else status,
+        latest_only=latest_only,
+        before_id=cursor,
+        limit=limit,
+    )
+    return Page(items=items, next_cursor=nxt)

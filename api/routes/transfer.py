@@ -1,0 +1,48 @@
+"""/v1/export (streamed JSON Lines) and /v1/import."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio
+from litestar import Request, get, post
+from litestar.params import Parameter
+from litestar.response import Stream
+
+from agentmem import Memory, ValidationError
+from agentmem.transfer import export_lines, import_lines, parse_lines
+from api.auth import Principal
+from api.schemas import ImportReply
+
+IMPORT_MAX_BYTES = 512 * 1024 * 1024
+
+
+@get("/v1/export", summary="Export versions, embeddings and links as JSON Lines")
+async def export(
+    who: Principal, mem: Memory, project: Annotated[list[str] | None, Parameter(description="repeat")] = None
+) -> Stream:
+    """Streams a header line, then every version (with its embedding) of the token's projects, then their links."""
+    projects = who.scope(project)
+    return Stream(export_lines(mem, projects=projects), media_type="application/x-ndjson")
+
+
+@post("/v1/import", request_max_body_size=IMPORT_MAX_BYTES, summary="Import a JSON Lines export")
+async def import_(request: Request, who: Principal, mem: Memory) -> ImportReply:  # type: ignore[type-arg]
+    """Loads an export in one transaction; every version must belong to the token's projects
+    and no id may be in use already."""
+    who.require("write")
+    body = await request.body()
+    lines = body.splitlines()
+
+    def run() -> int:
+        _, versions, _ = parse_lines(lines)
+        denied = sorted({v.memory.project for v in versions if not who.allows(v.memory.project)})
+        if denied:
+            from litestar.exceptions import PermissionDeniedException
+
+            raise PermissionDeniedException(f"this token has no access to project(s) {', '.join(denied)}")
+        if not versions:
+            raise ValidationError("the body holds no memory lines")
+        return import_lines(mem, lines)
+
+    return ImportReply(imported=await anyio.to_thread.run_sync(run))

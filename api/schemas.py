@@ -1,0 +1,100 @@
+"""Request and reply Structs of the HTTP API that the core does not already define."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from agentmem.records import Hit, MemoryVersion, Triple
+
+
+class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A raw event from an agent host: what it saw or did, in which session."""
+
+    content: str
+    project: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    kind: str = "observation"
+    tool: str | None = None
+    source_ref: str | None = None
+    at: datetime | None = None
+    salience: float = 0.3
+
+
+class ObserveRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    observations: list[Observation]
+
+
+class ObserveReply(msgspec.Struct, frozen=True):
+    ids: list[int]
+
+
+class ReviseRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A new version of a current memory; omitted fields carry over."""
+
+    content: str
+    reason: str = "explicit"
+    kind: str | None = None
+    tier: str | None = None
+    title: str | None = None
+    key: str | None = None
+    triple: Triple | None = None
+    salience: float | None = None
+    pinned: bool | None = None
+    expires_at: datetime | None = None
+
+
+class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    query: str
+    k: int = 10
+    project: str | None = None
+    agent: str | None = None
+    tiers: list[str] = []
+    kinds: list[str] = []
+    as_of: datetime | None = None
+    include_history: bool = False
+
+
+class RecallReply(msgspec.Struct, frozen=True, kw_only=True):
+    hits: list[Hit]
+    history: dict[str, list[MemoryVersion]] = {}
+
+
+class ContextRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    query: str
+    project: str | None = None
+    agent: str | None = None
+    tiers: list[str] = []
+    kinds: list[str] = []
+    max_memories: int = 10
+    token_budget: int = 1000
+
+
+class Page(msgspec.Struct, frozen=True):
+    items: list[MemoryVersion]
+    next_cursor: int | None
+
+
+class ErrorDetail(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+    details: list[dict[str, str]] | None = None
+
+
+class ErrorReply(msgspec.Struct, frozen=True):
+    """Every error: a machine-readable code and a sentence for people."""
+
+    error: ErrorDetail
+
+
+class ImportReply(msgspec.Struct, frozen=True):
+    imported: int
+
+
+class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
+    state: str  # idle | running | done | failed
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    message: str | None = None

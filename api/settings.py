@@ -1,0 +1,115 @@
+"""Server settings from a TOML file and environment variables (the environment wins).
+
+```toml
+host = "127.0.0.1"
+port = 8420
+data_dir = "/var/lib/agentmem"
+max_body_bytes = 1048576
+
+[[tokens]]
+name = "ci-agent"
+sha256 = "<hex sha256 of the secret>"   # or `token = "<secret>"`, hashed on load
+role = "write"                           # read | write | admin
+projects = ["shop"]                      # or ["*"] for every project
+```
+
+Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_CONFIG (the file),
+AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_SECONDS, and AGENTMEM_TOKENS =
+"name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from pathlib import Path
+
+import msgspec
+
+from agentmem.cli import default_data_dir
+from agentmem.errors import ValidationError
+
+ROLES = ("read", "write", "admin")
+
+
+class TokenSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One bearer token: its name (for logs), the sha256 of its secret, a role and its projects."""
+
+    name: str
+    sha256: str
+    role: str
+    projects: list[str]
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    host: str = "127.0.0.1"
+    port: int = 8420
+    data_dir: str = ""
+    max_body_bytes: int = 1_048_576
+    max_batch: int = 500
+    tokens: list[TokenSpec] = []
+
+
+def hash_token(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _token(raw: dict[str, object], where: str) -> TokenSpec:
+    raw = dict(raw)
+    secret = raw.pop("token", None)
+    if secret is not None:
+        if not isinstance(secret, str) or len(secret) < 16:
+            raise ValidationError(f"{where}: a token secret needs at least 16 characters")
+        raw["sha256"] = hash_token(secret)
+    try:
+        spec = msgspec.convert(raw, TokenSpec)
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"{where}: {exc}") from None
+    if spec.role not in ROLES:
+        raise ValidationError(f"{where}: role must be one of {', '.join(ROLES)}")
+    if not spec.projects:
+        raise ValidationError(f"{where}: a token needs at least one project (or '*')")
+    if len(spec.sha256) != 64:
+        raise ValidationError(f"{where}: sha256 must be 64 hex characters")
+    return spec
+
+
+def load(config: str | Path | None = None, env: dict[str, str] | None = None) -> Settings:
+    """Settings from `config` (or AGENTMEM_CONFIG) overlaid with the environment."""
+    env = dict(os.environ if env is None else env)
+    raw: dict[str, object] = {}
+    path = config or env.get("AGENTMEM_CONFIG")
+    if path:
+        try:
+            raw = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValidationError(f"cannot read config {path}: {exc}") from None
+    listed = raw.pop("tokens", None) or []
+    if not isinstance(listed, list) or not all(isinstance(t, dict) for t in listed):
+        raise ValidationError(f"{path}: tokens must be a list of tables ([[tokens]])")
+    tokens = [_token(t, f"{path} tokens[{i}]") for i, t in enumerate(listed)]
+    for key, name, kind in (
+        ("AGENTMEM_HOST", "host", str),
+        ("AGENTMEM_PORT", "port", int),
+        ("AGENTMEM_DATA_DIR", "data_dir", str),
+        ("AGENTMEM_MAX_BODY_BYTES", "max_body_bytes", int),
+    ):
+        if key in env:
+            try:
+                raw[name] = kind(env[key])
+            except ValueError:
+                raise ValidationError(f"{key}: expected {kind.__name__}, got {env[key]!r}") from None
+    for n, item in enumerate(filter(None, env.get("AGENTMEM_TOKENS", "").split(";"))):
+        parts = item.split(":")
+        if len(parts) != 4:
+            raise ValidationError(f"AGENTMEM_TOKENS entry {n}: expected name:secret:role:project1,project2")
+        name, secret, role, projects = parts
+        tokens.append(
+            _token({"name": name, "token": secret, "role": role, "projects": projects.split(",")}, "AGENTMEM_TOKENS")
+        )
+    try:
+        settings = msgspec.convert({**raw, "tokens": []}, Settings)
+    except msgspec.ValidationError as exc:
+        raise ValidationError(f"config: {exc}") from None
+    return msgspec.structs.replace(settings, tokens=tokens, data_dir=settings.data_dir or str(default_data_dir()))
