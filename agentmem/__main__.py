@@ -1,4 +1,4 @@
-from agentmem.cli import entry
+from api.server import entry
 
 if __name__ == "__main__":
     entry()

@@ -26,10 +26,15 @@ def default_data_dir() -> Path:
     return Path(base) / "agentmem"
 
 
-def _parser() -> argparse.ArgumentParser:
+Extra = Callable[[Any], dict[str, Callable[[argparse.Namespace], int]]]
+
+
+def _parser() -> tuple[argparse.ArgumentParser, Any]:
     p = argparse.ArgumentParser(prog="agentmem", description="A versioned memory for AI agents.")
     p.add_argument("--data-dir", type=Path, default=None, help="data directory (env AGENTMEM_DATA_DIR)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--url", default=os.environ.get("AGENTMEM_URL"), help="talk to a running service (env AGENTMEM_URL)")
+    p.add_argument("--token", default=os.environ.get("AGENTMEM_TOKEN"), help="bearer token (env AGENTMEM_TOKEN)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("remember", help="store a memory (creates, reinforces or supersedes)")
@@ -69,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("file", nargs="?", default="-", help="output file, - for stdout")
     i = sub.add_parser("import", help="load a JSON Lines export into this data directory")
     i.add_argument("file", help="input file, - for stdin")
-    return p
+    return p, sub
 
 
 def _out(args: argparse.Namespace, value: Any, text: str) -> None:
@@ -164,23 +169,20 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
             _out(args, {"ok": report.ok, **msgspec.structs.asdict(report)}, "\n".join(text))
             return EXIT_OK if report.ok else EXIT_ERROR
         elif cmd == "export":
-            from agentmem.transfer import export_to
-
-            if args.file == "-":
-                n = export_to(mem, sys.stdout.buffer)
-            else:
-                with open(args.file, "wb") as f:
-                    n = export_to(mem, f)
-            print(f"exported {n} lines", file=sys.stderr)
+            out = sys.stdout.buffer if args.file == "-" else open(args.file, "wb")
+            try:
+                n = sum(1 for line in mem.export_lines() if out.write(line) is not None)
+            finally:
+                if out is not sys.stdout.buffer:
+                    out.close()
+            print(f"exported {n - 1} lines", file=sys.stderr)
         elif cmd == "import":
-            from agentmem.transfer import import_lines
-
             if args.file == "-":
-                n = import_lines(mem, sys.stdin.buffer)
+                n = mem.import_lines(sys.stdin.buffer)
             else:
                 try:
                     with open(args.file, "rb") as f:
-                        n = import_lines(mem, f)
+                        n = mem.import_lines(f)
                 except FileNotFoundError:
                     raise ValidationError(f"no such file: {args.file}") from None
             _out(args, {"imported": n}, f"imported {n} versions")
@@ -194,10 +196,27 @@ def _open_real(path: Path) -> Any:
     return Memory(path, embedder=SentenceTransformerEmbedder())
 
 
-def main(argv: Sequence[str] | None = None, *, open_memory: Callable[[Path], Any] = _open_real) -> int:
-    """Run one command; returns the exit code (2 bad input, 3 not found, 1 other failures)."""
-    args = _parser().parse_args(argv)
+def main(
+    argv: Sequence[str] | None = None, *, open_memory: Callable[[Path], Any] | None = None, extra: Extra | None = None
+) -> int:
+    """Run one command; returns the exit code (2 bad input, 3 not found, 1 other failures).
+
+    `extra` adds subcommands (the service adds `serve` this way, so this module never imports it).
+    With --url (or AGENTMEM_URL) the commands go to a running service instead of the data directory.
+    """
+    parser, sub = _parser()
+    handlers = extra(sub) if extra else {}
+    args = parser.parse_args(argv)
     try:
+        if args.command in handlers:
+            return handlers[args.command](args)
+        if open_memory is None:
+            open_memory = _open_real
+            if args.url:
+                from agentmem.client import Client
+
+                url, token = args.url, args.token
+                open_memory = lambda _path: Client(url, token=token)  # noqa: E731
         return _run(args, open_memory)
     except NotFoundError as exc:
         print(f"agentmem: {exc}", file=sys.stderr)

@@ -59,3 +59,15 @@ class IndexUnavailableError(AgentMemError):
     """An index or the embedding model failed; the store of record is intact."""
 
     code = "index_unavailable"
+
+
+class AccessDeniedError(AgentMemError):
+    """The service refused the request: no or unknown token, or no access to that project or role."""
+
+    code = "forbidden"
+
+
+class ServiceUnavailableError(AgentMemError):
+    """The agentmem service could not be reached, timed out, or failed."""
+
+    code = "unavailable"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -574,6 +574,18 @@ class Memory:
                 self.live.put(msgspec.structs.replace(m, accesses=m.accesses + n, last_accessed_at=now))
 
     # -- upkeep ------------------------------------------------------------
+
+    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
+        """JSON Lines: a header, every version with its embedding, every link (see agentmem.transfer)."""
+        from agentmem.transfer import export_lines
+
+        return export_lines(self, projects)
+
+    def import_lines(self, lines: Iterable[bytes | str]) -> int:
+        """Load an export in one transaction; returns how many versions it held."""
+        from agentmem.transfer import import_lines
+
+        return import_lines(self, lines)
 
     def check(self) -> Consistency:
         """Ids in each index against the latest active ids in DuckDB."""

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 
 from agentmem import Memory
 from agentmem.errors import NotFoundError
 from agentmem.records import MemoryVersion
 from api.auth import Principal
+
+Who = NamedDependency[Principal]
+Mem = NamedDependency[Memory]
 
 
 def memory(state: State) -> Memory:

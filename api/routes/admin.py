@@ -10,8 +10,8 @@ from anyio.to_thread import run_sync as run
 from litestar import Response, get, post
 from litestar.datastructures import State
 
-from agentmem import Memory, Stats
-from api.auth import Principal
+from agentmem import Stats
+from api.deps import Mem, Who
 from api.schemas import RebuildStatus
 from indexes.sync import Consistency
 
@@ -33,7 +33,7 @@ def health() -> Health:
 
 
 @get("/ready", summary="Readiness: indexes caught up with the store (no token needed)")
-async def ready(mem: Memory, state: State) -> Response[Readiness]:
+async def ready(mem: Mem, state: State) -> Response[Readiness]:
     lag = await run(mem.indexes.lag)
     stale = mem.index_stale
     body = Readiness(ready=lag == 0 and not stale, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state)
@@ -41,19 +41,19 @@ async def ready(mem: Memory, state: State) -> Response[Readiness]:
 
 
 @get("/v1/stats", sync_to_thread=True, summary="Counts over the caller's projects and the indexes")
-def stats(who: Principal, mem: Memory) -> Stats:
+def stats(who: Who, mem: Mem) -> Stats:
     return mem.stats(who.scope())
 
 
 @post("/v1/check", sync_to_thread=True, status_code=200, summary="Consistency check (admin)")
-def check(who: Principal, mem: Memory) -> Consistency:
+def check(who: Who, mem: Mem) -> Consistency:
     """Ids in each index against the latest active ids in DuckDB."""
     who.require("admin")
     return mem.check()
 
 
 @post("/v1/rebuild", status_code=202, sync_to_thread=False, summary="Start an online index rebuild (admin)")
-def start_rebuild(who: Principal, mem: Memory, state: State) -> RebuildStatus:
+def start_rebuild(who: Who, mem: Mem, state: State) -> RebuildStatus:
     """Rebuilds both indexes from DuckDB in the background while recall keeps serving; poll
     GET /v1/rebuild for its state."""
     who.require("admin")
@@ -78,13 +78,13 @@ def start_rebuild(who: Principal, mem: Memory, state: State) -> RebuildStatus:
 
 
 @get("/v1/rebuild", sync_to_thread=False, summary="State of the last online rebuild")
-def rebuild_status(who: Principal, state: State) -> RebuildStatus:
+def rebuild_status(who: Who, state: State) -> RebuildStatus:
     who.require("admin")
     return state.rebuild  # type: ignore[no-any-return]
 
 
 @get("/metrics", sync_to_thread=True, media_type="text/plain; version=0.0.4", summary="Prometheus metrics")
-def metrics(who: Principal, mem: Memory, state: State) -> str:
+def metrics(who: Who, mem: Mem, state: State) -> str:
     gauges = {
         "bm25_documents": mem.indexes.bm25.count(),
         "vector_documents": mem.indexes.vectors.count(),

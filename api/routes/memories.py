@@ -8,17 +8,16 @@ import msgspec
 from anyio.to_thread import run_sync as run
 from litestar import Response, get, post
 from litestar.datastructures import State
-from litestar.params import Parameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
-from agentmem import Memory, NewMemory, RememberResult, ValidationError
+from agentmem import NewMemory, RememberResult, ValidationError
 from agentmem.records import MemoryVersion
-from api.auth import Principal
-from api.deps import visible
+from api.deps import Mem, Who, visible
 from api.schemas import ObserveReply, ObserveRequest, Page, ReviseRequest
 
 
 @post("/v1/memories", summary="Remember: create, reinforce or supersede")
-async def remember(data: NewMemory, who: Principal, mem: Memory) -> Response[RememberResult]:
+async def remember(data: JSONBody[NewMemory], who: Who, mem: Mem) -> Response[RememberResult]:
     """Store a memory. The reply says whether it was created, reinforced (same content, key or
     triple) or superseded an older version (with the old id, the reason and the similarity),
     and lists near duplicates that were left alone."""
@@ -28,7 +27,7 @@ async def remember(data: NewMemory, who: Principal, mem: Memory) -> Response[Rem
 
 
 @post("/v1/observations", summary="Log a batch of raw observations")
-async def observe(data: ObserveRequest, who: Principal, mem: Memory, state: State) -> Response[ObserveReply]:
+async def observe(data: JSONBody[ObserveRequest], who: Who, mem: Mem, state: State) -> Response[ObserveReply]:
     """Record raw events from an agent host in one transaction (all or nothing)."""
     who.require("write")
     limit = state.settings.max_batch
@@ -57,19 +56,19 @@ async def observe(data: ObserveRequest, who: Principal, mem: Memory, state: Stat
 
 
 @get("/v1/memories/{memory_id:int}", sync_to_thread=True, summary="One version")
-def get_memory(memory_id: int, who: Principal, mem: Memory) -> MemoryVersion:
+def get_memory(memory_id: FromPath[int], who: Who, mem: Mem) -> MemoryVersion:
     return visible(mem, who, memory_id)
 
 
 @get("/v1/memories/{memory_id:int}/history", sync_to_thread=True, summary="Every version of a lineage")
-def history(memory_id: int, who: Principal, mem: Memory) -> list[MemoryVersion]:
+def history(memory_id: FromPath[int], who: Who, mem: Mem) -> list[MemoryVersion]:
     """Oldest first, each superseded version with its death record (by whom, when, why)."""
     visible(mem, who, memory_id)
     return mem.history(memory_id)
 
 
 @post("/v1/memories/{memory_id:int}/versions", status_code=201, sync_to_thread=True, summary="Write a new version")
-def revise(memory_id: int, data: ReviseRequest, who: Principal, mem: Memory) -> RememberResult:
+def revise(memory_id: FromPath[int], data: JSONBody[ReviseRequest], who: Who, mem: Mem) -> RememberResult:
     who.require("write")
     visible(mem, who, memory_id)
     changes = {
@@ -80,16 +79,16 @@ def revise(memory_id: int, data: ReviseRequest, who: Principal, mem: Memory) -> 
 
 @get("/v1/memories", sync_to_thread=True, summary="List versions with filters and a cursor")
 def list_memories(
-    who: Principal,
-    mem: Memory,
-    project: Annotated[list[str] | None, Parameter(description="repeat for several")] = None,
-    kind: list[str] | None = None,
-    tier: list[str] | None = None,
-    agent: str | None = None,
-    status: Annotated[str, Parameter(description="active, superseded, ..., or all")] = "active",
-    latest_only: bool = True,
-    cursor: Annotated[int | None, Parameter(description="next_cursor of the previous page")] = None,
-    limit: Annotated[int, Parameter(ge=1, le=1000)] = 50,
+    who: Who,
+    mem: Mem,
+    project: Annotated[list[str] | None, QueryParameter(description="repeat for several")] = None,
+    kind: FromQuery[list[str] | None] = None,
+    tier: FromQuery[list[str] | None] = None,
+    agent: FromQuery[str | None] = None,
+    status: Annotated[str, QueryParameter(description="active, superseded, ..., or all")] = "active",
+    latest_only: FromQuery[bool] = True,
+    cursor: Annotated[int | None, QueryParameter(description="next_cursor of the previous page")] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
 ) -> Page:
     items, nxt = mem.list_versions(
         projects=who.scope(project),

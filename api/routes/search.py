@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from litestar import post
+from litestar.params import JSONBody
 
-from agentmem import Memory, ValidationError
+from agentmem import ValidationError
 from agentmem.context import Context, build
-from api.auth import Principal
+from api.deps import Mem, Who
 from api.schemas import ContextRequest, RecallReply, RecallRequest
 
 
 @post("/v1/recall", sync_to_thread=True, status_code=200, summary="Recall current memories")
-def recall(data: RecallRequest, who: Principal, mem: Memory) -> RecallReply:
+def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
     """Hybrid BM25 + vector recall within one project, ranked by relevance and currentness.
     With `as_of`, answers over every version valid at that time. `include_history` adds each
     hit's older versions."""
@@ -26,7 +27,7 @@ def recall(data: RecallRequest, who: Principal, mem: Memory) -> RecallReply:
 
 
 @post("/v1/context", sync_to_thread=True, status_code=200, summary="A prompt-ready working set")
-def context(data: ContextRequest, who: Principal, mem: Memory) -> Context:
+def context(data: JSONBody[ContextRequest], who: Who, mem: Mem) -> Context:
     """At most `max_memories` current memories that fit in `token_budget` (about 4 characters a
     token), best first, one line each with kind and since when it holds."""
     if not 1 <= data.max_memories <= 100:

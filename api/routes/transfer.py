@@ -6,12 +6,12 @@ from typing import Annotated
 
 import anyio
 from litestar import Request, get, post
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 from litestar.response import Stream
 
-from agentmem import Memory, ValidationError
+from agentmem import ValidationError
 from agentmem.transfer import export_lines, import_lines, parse_lines
-from api.auth import Principal
+from api.deps import Mem, Who
 from api.schemas import ImportReply
 
 IMPORT_MAX_BYTES = 512 * 1024 * 1024
@@ -19,7 +19,7 @@ IMPORT_MAX_BYTES = 512 * 1024 * 1024
 
 @get("/v1/export", summary="Export versions, embeddings and links as JSON Lines")
 async def export(
-    who: Principal, mem: Memory, project: Annotated[list[str] | None, Parameter(description="repeat")] = None
+    who: Who, mem: Mem, project: Annotated[list[str] | None, QueryParameter(description="repeat")] = None
 ) -> Stream:
     """Streams a header line, then every version (with its embedding) of the token's projects, then their links."""
     projects = who.scope(project)
@@ -27,7 +27,7 @@ async def export(
 
 
 @post("/v1/import", request_max_body_size=IMPORT_MAX_BYTES, summary="Import a JSON Lines export")
-async def import_(request: Request, who: Principal, mem: Memory) -> ImportReply:  # type: ignore[type-arg]
+async def import_(request: Request, who: Who, mem: Mem) -> ImportReply:  # type: ignore[type-arg]
     """Loads an export in one transaction; every version must belong to the token's projects
     and no id may be in use already."""
     who.require("write")

@@ -1,0 +1,77 @@
+"""Running the service: `agentmem serve`, with the loopback rule for an open (tokenless) server."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import socket
+from typing import Any
+
+from agentmem.errors import ValidationError
+from api.settings import Settings, load
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(ipaddress.ip_address(info[4][0]).is_loopback for info in socket.getaddrinfo(host, None))
+        except OSError:
+            return False
+
+
+def check_bind(settings: Settings) -> None:
+    """Without tokens the server is open to anyone who can reach it: allow loopback only."""
+    if not settings.tokens and not is_loopback(settings.host):
+        raise ValidationError(
+            f"refusing to listen on {settings.host} with no tokens configured: anyone on the network could read "
+            "and write every project. Configure tokens (AGENTMEM_TOKENS or a config file) or bind to 127.0.0.1."
+        )
+
+
+def run(settings: Settings, **uvicorn_options: Any) -> None:
+    import uvicorn
+
+    from api.app import create_app
+
+    check_bind(settings)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        timeout_graceful_shutdown=10,
+        **uvicorn_options,
+    )
+
+
+def add_serve(sub: Any) -> dict[str, Any]:
+    """The `serve` subcommand for agentmem's CLI."""
+    p = sub.add_parser("serve", help="run the HTTP service")
+    p.add_argument("--host", help="address to bind (env AGENTMEM_HOST; default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (env AGENTMEM_PORT; default 8420)")
+    p.add_argument("--config", help="TOML settings file (env AGENTMEM_CONFIG)")
+
+    def serve(args: argparse.Namespace) -> int:
+        import msgspec
+
+        settings = load(args.config)
+        overrides = {"host": args.host, "port": args.port, "data_dir": str(args.data_dir) if args.data_dir else None}
+        settings = msgspec.structs.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+        run(settings)
+        return 0
+
+    return {"serve": serve}
+
+
+def entry() -> None:
+    import sys
+
+    from agentmem.cli import main
+
+    sys.exit(main(extra=add_serve))
