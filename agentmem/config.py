@@ -18,5 +18,6 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     shortlist: int = 20  # candidates per index for the supersession check
     recall_candidates: int = 50  # per index, at least; grows with k
     max_k: int = 1000
-    access_flush_every: int = 256
+    access_flush_every: int = 256  # pending ids that wake the background writer early
+    access_flush_seconds: float = 2.0  # how often access counts reach DuckDB, off the recall path
     vector_flush_every: int = 2000

@@ -66,6 +66,8 @@ class Memory:
         self._access: Counter[int] = Counter()
         self._access_lock = threading.Lock()
         self._stale = False
+        self._wake = threading.Event()
+        self._closing = threading.Event()
         self.store = Store(self.path / DB_FILE)
         try:
             self.live = LiveSet(self.store.where(INDEXABLE))
@@ -80,6 +82,8 @@ class Memory:
         except BaseException:
             self.store.close()
             raise
+        self._flusher = threading.Thread(target=self._flush_loop, name="agentmem-access", daemon=True)
+        self._flusher.start()
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -91,6 +95,8 @@ class Memory:
 
     def close(self) -> None:
         """Write pending access counts, persist the indexes, release the data directory."""
+        self._closing.set()
+        self._wake.set()
         with self._write:
             self._flush_access()
             try:
@@ -549,11 +555,21 @@ class Memory:
         with self._access_lock:
             self._access.update(ids)
             due = len(self._access) >= self.config.access_flush_every
-        if due and self._write.acquire(blocking=False):
+        if due:
+            self._wake.set()  # the flusher thread writes them; recall never waits on DuckDB
+
+    def _flush_loop(self) -> None:
+        while not self._closing.is_set():
+            self._wake.wait(self.config.access_flush_seconds)
+            self._wake.clear()
+            if self._closing.is_set():
+                return
             try:
-                self._flush_access()
-            finally:
-                self._write.release()
+                with self._write:
+                    if not self._closing.is_set():
+                        self._flush_access()
+            except Exception:  # logged and retried on the next round; access counts are advisory
+                log.exception("writing access counts failed")
 
     def _flush_access(self) -> None:
         with self._access_lock:

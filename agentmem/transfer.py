@@ -15,8 +15,7 @@ from agentmem.errors import ConflictError, ValidationError
 from agentmem.kinds import KINDS, LINK_KINDS, STATUSES, TIERS
 from agentmem.records import Link, MemoryVersion
 from agentmem.store import COLUMNS, to_version
-from agentmem.supersede import slot_of
-from agentmem.text import normalise, sha256
+from agentmem.text import sha256
 
 FORMAT = "agentmem-export"
 FORMAT_VERSION = 1
@@ -159,18 +158,25 @@ def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[n
                 )
         now = memory.clock()
         inserted: list[MemoryVersion] = []
+        for line in versions:
+            v = line.memory
+            if not v.content_hash:
+                v = msgspec.structs.replace(v, content_hash=sha256(v.content))
+            inserted.append(v)
+            if same_model and line.embedding is not None:
+                vectors.setdefault(v.content_hash, np.asarray(line.embedding, dtype=np.float32))
+        dims = {vec.shape for vec in vectors.values()}
+        if len(dims) > 1 or (dims and dims != {(embedder.dim,)}):
+            raise ValidationError(f"embeddings in the file are not all {embedder.dim}-dimensional")
         with store.transaction() as tx:
-            for line in tqdm(versions, desc="import", unit="memory", disable=not sys.stderr.isatty(), leave=False):
-                v = line.memory
-                if not v.content_hash:
-                    v = msgspec.structs.replace(v, content_hash=sha256(v.content))
-                slot = slot_of(v.triple.subject, v.triple.predicate) if v.triple else None
-                store.insert_version(tx, v, sha256(normalise(v.content)), slot)
-                inserted.append(v)
-                if same_model and line.embedding is not None:
-                    store.put_embedding(tx, v.content_hash, embedder.name, np.asarray(line.embedding, dtype=np.float32))
-                elif v.content_hash in vectors:
-                    store.put_embedding(tx, v.content_hash, embedder.name, vectors[v.content_hash])
+            for start in tqdm(
+                range(0, len(inserted), 5000), desc="import", unit="batch", disable=not sys.stderr.isatty(), leave=False
+            ):
+                store.insert_versions(tx, inserted[start : start + 5000])
+            hashes = list(vectors)
+            for start in range(0, len(hashes), 5000):
+                batch = hashes[start : start + 5000]
+                store.put_embeddings(tx, batch, embedder.name, np.stack([vectors[h] for h in batch]))
             for ln in links:
                 store.add_link(tx, ln.link.src_id, ln.link.dst_id, ln.link.kind, ln.link.created_at)
             store.enqueue(tx, [("upsert", v.memory.id) for v in versions if v.memory.is_latest], now)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agentmem import Memory, ValidationError
@@ -94,7 +96,9 @@ def test_query_syntax_is_plain_words(memory: Memory) -> None:
 def test_access_counts_batched(data_dir, embedder, clock) -> None:  # type: ignore[no-untyped-def]
     from agentmem import Config
 
-    with Memory(data_dir, embedder=embedder, clock=clock, config=Config(access_flush_every=3)) as mem:
+    with Memory(
+        data_dir, embedder=embedder, clock=clock, config=Config(access_flush_every=2, access_flush_seconds=60)
+    ) as mem:
         a = mem.remember("The staging cluster lives in eu-west-1", project="p").memory
         mem.recall("staging cluster", project="p")
         assert mem.get(a.id).accesses == 0  # not written on the recall path yet
@@ -102,3 +106,11 @@ def test_access_counts_batched(data_dir, embedder, clock) -> None:  # type: igno
         mem.flush()
         got = mem.get(a.id)
         assert got.accesses == 2 and got.last_accessed_at == clock.now
+        b = mem.remember("The build cache lives in S3", project="p").memory
+        for q in ("build cache", "S3 cache", "cache lives"):
+            mem.recall(q, project="p")
+        for _ in range(200):  # two distinct ids pending: the background writer is woken
+            if mem.get(b.id).accesses == 3:
+                break
+            time.sleep(0.01)
+        assert mem.get(b.id).accesses == 3
