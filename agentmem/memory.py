@@ -25,9 +25,9 @@ from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationErro
 from agentmem.kinds import KINDS, STATUSES, TIERS
 from agentmem.live import LiveSet
 from agentmem.migrations import LATEST
-from agentmem.ranking import score
+from agentmem.recall import as_of_candidates, fuse, sql_filters
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
-from agentmem.store import COLUMNS, INDEXABLE, Store, StoreSource, to_version
+from agentmem.store import INDEXABLE, Store, StoreSource
 from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide, slot_of
 from agentmem.text import jaccard, normalise, sha256, tokens
 from indexes.docs import IndexFailure
@@ -410,7 +410,7 @@ class Memory:
                 return [], None
             conds.append(f"project IN ({', '.join('?' * len(projects))})")
             params.extend(projects)
-        more, more_params = _filters(None, validate.name(agent, "agent", self.config), tiers, kinds)
+        more, more_params = sql_filters(None, validate.name(agent, "agent", self.config), tiers, kinds)
         conds += more
         params += more_params
         if status is not None:
@@ -451,9 +451,12 @@ class Memory:
         tiers = [validate.choice(t, TIERS, "tier") for t in tiers]
         kinds = [validate.choice(x, KINDS, "kind") for x in kinds]
         when = validate.utc(as_of, "as_of")
-        filters, params = _filters(project, agent, tiers, kinds)
         if when is not None:
-            return self._recall_as_of(query, when, k, filters, params)
+            filters, params = sql_filters(project, agent, tiers, kinds)
+            qv = embed_query(self.embedder, query)
+            n = max(self.config.recall_candidates, 4 * k)
+            found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, filters, params)
+            return fuse(found[0], found[1], found[2], now=when, k=k, weights=self.config.weights)
         if self._stale:
             with self._write:
                 self._sync()
@@ -477,77 +480,12 @@ class Memory:
                 and (m.expires_at is None or m.expires_at > now)
             )
 
-        hits = self._rank(text_hits, vector_hits, keep, now, k)
+        # Filter at read against the live set: a stale index never brings back an old version.
+        ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
+        candidates = [m for i in ids if (m := self.live.get(i)) is not None and keep(m)]
+        hits = fuse(candidates, text_hits, vector_hits, now=now, k=k, weights=self.config.weights)
         self._note_access([h.memory.id for h in hits])
         return hits
-
-    def _rank(
-        self,
-        text_hits: list[tuple[int, float]],
-        vector_hits: list[tuple[int, float]],
-        keep: Callable[[MemoryVersion], bool],
-        now: datetime,
-        k: int,
-    ) -> list[Hit]:
-        bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
-        vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
-        best = _best(text_hits, vector_hits)
-        scored = []
-        for i in dict.fromkeys([*bm25, *vec]):
-            # Filter at read against the live set: a stale index never brings back an old version.
-            m = self.live.get(i)
-            if m is None or not keep(m):
-                continue
-            total, parts = score(
-                m, now=now, bm25=bm25.get(i), vector=vec.get(i), best=best, weights=self.config.weights
-            )
-            scored.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
-        scored.sort(key=lambda h: (-h.score, -h.memory.id))
-        return scored[:k]
-
-    def _recall_as_of(self, query: str, when: datetime, k: int, filters: list[str], params: list[Any]) -> list[Hit]:
-        """Rank every version valid at `when` by cosine (in DuckDB) and keyword overlap, fused."""
-        qv = embed_query(self.embedder, query).tolist()
-        where = " AND ".join(
-            [
-                *(f"m.{f}" for f in filters),
-                "m.status <> 'deleted'",
-                "m.valid_from <= ?",
-                "(m.valid_to IS NULL OR m.valid_to > ?)",
-                "(m.expires_at IS NULL OR m.expires_at > ?)",
-            ]
-        )
-        n = max(self.config.recall_candidates, 4 * k)
-        cols = ", ".join(f"m.{c}" for c in COLUMNS)
-        rows = (
-            self.store.cursor()
-            .execute(
-                f"SELECT {cols}, list_cosine_similarity(e.vector, ?::FLOAT[]) AS cos FROM memories m "
-                f"JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? WHERE {where} "
-                f"ORDER BY cos DESC LIMIT {n}",
-                [qv, self.embedder.name, *params, when, when, when],
-            )
-            .fetchall()
-        )
-        versions = {r[0]: to_version(r[:-1]) for r in rows}
-        vector_hits = [(r[0], float(r[-1])) for r in rows]
-        q = set(tokens(query))
-        overlap = sorted(
-            ((i, len(q & set(tokens(v.content))) / max(1, len(q))) for i, v in versions.items()),
-            key=lambda x: -x[1],
-        )
-        text_hits = [(i, s) for i, s in overlap if s > 0]
-        bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
-        vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
-        best = _best(text_hits, vector_hits)
-        hits = []
-        for i, m in versions.items():
-            total, parts = score(
-                m, now=when, bm25=bm25.get(i), vector=vec.get(i), best=best, weights=self.config.weights
-            )
-            hits.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
-        hits.sort(key=lambda h: (-h.score, -h.memory.id))
-        return hits[:k]
 
     # -- access counts, batched off the recall path -------------------------
 
@@ -642,10 +580,6 @@ class Memory:
         )
 
 
-def _best(text_hits: list[tuple[int, float]], vector_hits: list[tuple[int, float]]) -> tuple[float, float]:
-    return (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
-
-
 def _project(new: NewMemory) -> str:
     if new.project is None:  # validate.new_memory guarantees a project; this keeps the types honest
         raise ValidationError("project is required")
@@ -654,21 +588,3 @@ def _project(new: NewMemory) -> str:
 
 def _jaccard_text(a: str, b: str) -> float:
     return round(jaccard(set(tokens(a)), set(tokens(b))), 4)
-
-
-def _filters(
-    project: str | None, agent: str | None, tiers: Sequence[str], kinds: Sequence[str]
-) -> tuple[list[str], list[Any]]:
-    filters: list[str] = []
-    params: list[Any] = []
-    if project is not None:
-        filters.append("project = ?")
-        params.append(project)
-    if agent is not None:
-        filters.append("agent = ?")
-        params.append(agent)
-    for column, values in (("tier", tiers), ("kind", kinds)):
-        if values:
-            filters.append(f"{column} IN ({', '.join('?' * len(values))})")
-            params.extend(values)
-    return filters, params
