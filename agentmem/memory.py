@@ -78,6 +78,7 @@ class Memory:
                 dim=embedder.dim,
                 model=embedder.name,
                 flush_every=self.config.vector_flush_every,
+                lock=self._write,
             )
         except BaseException:
             self.store.close()

@@ -83,6 +83,7 @@ class Store:
         self._conn.execute("SET TimeZone = 'UTC'")
         self.schema_version = migrate(self._conn)
         self._local = threading.local()
+        self._cursor_lock = threading.Lock()
         self._next_id = int(self.scalar("SELECT coalesce(max(id), 0) + 1 FROM memories"))
 
     # -- connections -------------------------------------------------------
@@ -91,8 +92,14 @@ class Store:
         """This thread's read cursor."""
         cur = getattr(self._local, "cursor", None)
         if cur is None:
-            cur = self._local.cursor = self._conn.cursor()
-            cur.execute("SET TimeZone = 'UTC'")
+            cur = self._local.cursor = self.new_cursor()
+        return cur
+
+    def new_cursor(self) -> duckdb.DuckDBPyConnection:
+        """A connection of its own to the same database, for one thread (e.g. a long scan)."""
+        with self._cursor_lock:
+            cur = self._conn.cursor()
+        cur.execute("SET TimeZone = 'UTC'")
         return cur
 
     @contextmanager
@@ -285,7 +292,7 @@ class StoreSource:
         return self._docs(self.store.cursor().execute(sql, [self.model, *ids]).fetchall())
 
     def iter_docs(self, batch: int) -> Iterator[list[Doc]]:
-        cur = self.store._conn.cursor()  # its own cursor: a rebuild may run beside other reads
+        cur = self.store.new_cursor()  # its own cursor: a rebuild may run beside other reads
         try:
             reader = cur.sql(f"{self._DOC_SQL} ORDER BY m.id", params=[self.model]).to_arrow_reader(batch)
             for chunk in reader:

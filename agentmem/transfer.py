@@ -53,9 +53,8 @@ def export_lines(memory, projects: Sequence[str] | None = None) -> Iterator[byte
         )
         + b"\n"
     )
-    cur = store._conn.cursor()
+    cur = store.new_cursor()
     try:
-        cur.execute("SET TimeZone = 'UTC'")
         cols = ", ".join(f"m.{c}" for c in COLUMNS)
         scope, params = "true", []
         if projects is not None:

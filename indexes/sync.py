@@ -81,10 +81,20 @@ def _progress(total: int, desc: str) -> tqdm:
 class IndexSet:
     """The two indexes under one data directory, opened, repaired and replayed together.
 
-    Callers serialise writes (`sync`, `rebuild`, `flush`); searches may run at any time.
+    `sync`, `flush`, `check` and the swap step of `rebuild` take `lock` (pass the store's writer
+    lock); the long build step of a rebuild does not, and searches never do.
     """
 
-    def __init__(self, path: Path, source: Source, *, dim: int, model: str, flush_every: int = 2000) -> None:
+    def __init__(
+        self,
+        path: Path,
+        source: Source,
+        *,
+        dim: int,
+        model: str,
+        flush_every: int = 2000,
+        lock: threading.RLock | None = None,
+    ) -> None:
         self.path = path
         self.source = source
         self.dim = dim
@@ -92,7 +102,8 @@ class IndexSet:
         self.flush_every = flush_every
         self.rebuilt: list[str] = []
         self._holds: list[int] = []  # seqs that builds in progress still need from the outbox
-        self._swap = threading.RLock()
+        # The writers' lock of the caller: outbox reads, prunes and index swaps happen under it.
+        self._swap = lock or threading.RLock()
         path.mkdir(parents=True, exist_ok=True)
         self.bm25 = self._open_bm25()
         self.vectors = self._open_vectors()

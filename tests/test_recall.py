@@ -109,7 +109,7 @@ def test_access_counts_batched(data_dir, embedder, clock) -> None:  # type: igno
         b = mem.remember("The build cache lives in S3", project="p").memory
         for q in ("build cache", "S3 cache", "cache lives"):
             mem.recall(q, project="p")
-        for _ in range(200):  # two distinct ids pending: the background writer is woken
+        for _ in range(3000):  # two distinct ids pending: the background writer is woken
             if mem.get(b.id).accesses == 3:
                 break
             time.sleep(0.01)
