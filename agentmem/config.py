@@ -20,4 +20,4 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     max_k: int = 1000
     access_flush_every: int = 256  # pending ids that wake the background writer early
     access_flush_seconds: float = 2.0  # how often access counts reach DuckDB, off the recall path
-    vector_flush_every: int = 2000
+    vector_flush_every: int = 20_000  # changes between saves of the vector graph (the outbox covers the rest)

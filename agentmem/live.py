@@ -52,16 +52,20 @@ class LiveSet:
         if not (v.is_latest and v.status == "active"):
             self.drop(v.id)
             return
-        if v.id in self._by_id:
-            self.drop(v.id)
-        self._by_id[v.id] = v
+        old = self._by_id.get(v.id)
+        self._by_id[v.id] = v  # replaced in place: a concurrent recall never finds it missing
+        if old is not None:
+            self._unlink(old)
         for table, lookup in self._lookups(v):
             table.setdefault(lookup, set()).add(v.id)
 
     def drop(self, memory_id: int) -> None:
         v = self._by_id.pop(memory_id, None)
-        if v is None:
-            return
+        if v is not None:
+            self._unlink(v)
+
+    def _unlink(self, v: MemoryVersion) -> None:
+        memory_id = v.id
         for table, lookup in self._lookups(v):
             ids = table.get(lookup)
             if ids is not None:

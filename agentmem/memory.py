@@ -161,8 +161,8 @@ class Memory:
                 raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
             base.update(changes, content=content)
             now = self.clock()
-            if base["expires_at"] is not None and base["expires_at"] <= now:
-                base["expires_at"] = None
+            if "expires_at" not in changes and old.expires_at is not None and old.expires_at <= now:
+                base["expires_at"] = None  # the old version's TTL has lapsed: the new one starts without it
             new = validate.new_memory(NewMemory(**base), self.config, now)
             content_hash = sha256(new.content)
             vector = self._vector_for(new.content, content_hash)
@@ -241,6 +241,8 @@ class Memory:
         return decide(
             kind=new.kind,
             content=new.content,
+            key=new.key,
+            slot=slot_of(new.triple.subject, new.triple.predicate) if new.triple else None,
             triple_object=new.triple.object if new.triple else None,
             keyed=keyed,
             slotted=slotted,
@@ -348,7 +350,7 @@ class Memory:
         try:
             self.indexes.sync()
             self._stale = False
-        except IndexFailure as exc:
+        except Exception as exc:  # the write is committed: never fail it for an index problem
             self._stale = True
             log.warning("index update failed, will replay from the outbox: %s", exc)
 
@@ -377,6 +379,8 @@ class Memory:
     # -- reading -----------------------------------------------------------
 
     def get(self, memory_id: int) -> MemoryVersion:
+        if isinstance(memory_id, bool) or not 0 < int(memory_id) < 2**63:
+            raise NotFoundError(f"no memory with id {memory_id}")
         found = self.store.get_many([int(memory_id)])
         if not found:
             raise NotFoundError(f"no memory with id {memory_id}")
@@ -454,7 +458,10 @@ class Memory:
         when = validate.utc(as_of, "as_of")
         if when is not None:
             filters, params = sql_filters(project, agent, tiers, kinds)
-            qv = embed_query(self.embedder, query)
+            try:
+                qv = embed_query(self.embedder, query)
+            except IndexFailure as exc:
+                raise IndexUnavailableError(str(exc)) from exc
             n = max(self.config.recall_candidates, 4 * k)
             found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, filters, params)
             return fuse(found[0], found[1], found[2], now=when, k=k, weights=self.config.weights)

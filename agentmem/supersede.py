@@ -46,6 +46,8 @@ def decide(
     *,
     kind: str,
     content: str,
+    key: str | None = None,
+    slot: str | None = None,
     triple_object: str | None,
     keyed: MemoryVersion | None,
     slotted: MemoryVersion | None,
@@ -55,6 +57,13 @@ def decide(
 ) -> Decision:
     """Apply the rules to current memories of the same project found by key, slot, content and search."""
     new_tokens = set(tokens(content))
+
+    def other_slot(c: MemoryVersion) -> bool:
+        """Two memories filed under different keys (or triple slots) are different facts."""
+        c_slot = slot_of(c.triple.subject, c.triple.predicate) if c.triple else None
+        return bool((key and c.key and c.key != key) or (slot and c_slot and c_slot != slot))
+
+    candidates = [c for c in candidates if not other_slot(c)]
     scored = sorted(
         ((jaccard(new_tokens, set(tokens(c.content))), c) for c in candidates),
         key=lambda sc: (-sc[0], -sc[1].id),
@@ -83,7 +92,7 @@ def decide(
             return Decision("reinforced", target=target, reason=reason, similarity=1.0)
         sim = round(jaccard(new_tokens, set(tokens(target.content))), 4)
         return Decision("superseded", target=target, reason=reason, similarity=sim, near=hints(target.id))
-    if exact is not None and exact.kind not in NEVER_SUPERSEDED:
+    if exact is not None and exact.kind not in NEVER_SUPERSEDED and not other_slot(exact):
         return Decision("reinforced", target=exact, reason="same content", similarity=1.0)
     for sim, cand in scored:
         if cand.kind in NEVER_SUPERSEDED or sim < thresholds.supersede:

@@ -11,11 +11,13 @@ import msgspec
 import numpy as np
 from tqdm import tqdm
 
-from agentmem.errors import ConflictError, ValidationError
+from agentmem import validate
+from agentmem.errors import ConflictError, IndexUnavailableError, ValidationError
 from agentmem.kinds import KINDS, LINK_KINDS, STATUSES, TIERS
 from agentmem.records import Link, MemoryVersion
 from agentmem.store import COLUMNS, to_version
 from agentmem.text import sha256
+from indexes.docs import IndexFailure
 
 FORMAT = "agentmem-export"
 FORMAT_VERSION = 1
@@ -121,52 +123,83 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[Header | None, list[Versi
     return header, versions, links
 
 
-def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[no-untyped-def]
-    """Load an export into the store in one transaction; ids must not be in use. Returns versions read."""
-    header, versions, links = parse_lines(lines)
-    ids = [v.memory.id for v in versions]
-    if len(set(ids)) != len(ids):
+def _check_graph(versions: list[VersionLine], links: list[LinkLine]) -> None:
+    """Ids in range, unique, and every reference (lineage, parent, successor, link) inside the file
+    and inside one project, so an import can never graft itself onto memories already stored."""
+    by_id = {v.memory.id: v.memory for v in versions}
+    if len(by_id) != len(versions):
         raise ValidationError("the file repeats a memory id")
-    known = set(ids)
+    for m in by_id.values():
+        for field in ("id", "lineage_id", "parent_id", "superseded_by"):
+            ref = getattr(m, field)
+            if ref is None:
+                continue
+            validate.memory_id(ref, f"memory {m.id}: {field}")
+            if field != "id" and (ref not in by_id or by_id[ref].project != m.project):
+                raise ValidationError(f"memory {m.id}: {field} {ref} is not a version of the same project in the file")
+        for ref in m.source_ids:
+            validate.memory_id(ref, f"memory {m.id}: source_ids")
     for ln in links:
-        if ln.link.src_id not in known and ln.link.dst_id not in known:
-            raise ValidationError(f"link {ln.link.src_id} -> {ln.link.dst_id} names no memory in the file")
+        for ref in (ln.link.src_id, ln.link.dst_id):
+            validate.memory_id(ref, "link")
+        if ln.link.src_id not in by_id:
+            raise ValidationError(f"link {ln.link.src_id} -> {ln.link.dst_id}: its source is not in the file")
+
+
+def import_lines(memory, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:  # type: ignore[no-untyped-def]
+    """Load an export into the store in one transaction; ids must not be in use. Returns versions read.
+
+    Content hashes are always recomputed. With `trust_embeddings=False` (imports from tokens that
+    are not admins) the file's vectors are ignored and the content is embedded here, so nobody can
+    plant a vector that another project's identical text would later reuse.
+    """
+    header, versions, links = parse_lines(lines)
+    _check_graph(versions, links)
+    ids = [v.memory.id for v in versions]
     store, embedder = memory.store, memory.embedder
-    same_model = header is not None and header.model == embedder.name and header.dim == embedder.dim
-    missing = [
-        v.memory
-        for v in versions
-        if v.memory.status != "deleted"
-        and (not same_model or v.embedding is None)
-        and not store.has_embedding(v.memory.content_hash or sha256(v.memory.content), embedder.name)
-    ]
+    use_file = trust_embeddings and header is not None and header.model == embedder.name and header.dim == embedder.dim
+    inserted = [msgspec.structs.replace(v.memory, content_hash=sha256(v.memory.content)) for v in versions]
     vectors: dict[str, np.ndarray] = {}
-    bar = tqdm(total=len(missing), desc="embed", unit="memory", disable=not sys.stderr.isatty(), leave=False)
-    for start in range(0, len(missing), 256):
-        chunk = missing[start : start + 256]
-        for m, vec in zip(chunk, embedder.embed([m.content for m in chunk]), strict=True):
-            vectors[m.content_hash or sha256(m.content)] = vec
-        bar.update(len(chunk))
-    bar.close()
+    if use_file:
+        for v, line in zip(inserted, versions, strict=True):
+            if line.embedding is not None:
+                vectors.setdefault(v.content_hash, np.asarray(line.embedding, dtype=np.float32))
+    if any(vec.shape != (embedder.dim,) for vec in vectors.values()):
+        raise ValidationError(f"embeddings in the file are not all {embedder.dim}-dimensional")
+    stored = {
+        r[0]
+        for r in store.cursor()
+        .execute(
+            "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN (SELECT unnest(?::VARCHAR[]))",
+            [embedder.name, list({v.content_hash for v in inserted})],
+        )
+        .fetchall()
+    }
+    missing = {
+        v.content_hash: v.content
+        for v in inserted
+        if v.status != "deleted" and v.content_hash not in vectors and v.content_hash not in stored
+    }
+    todo = list(missing.items())
+    bar = tqdm(total=len(todo), desc="embed", unit="memory", disable=not sys.stderr.isatty(), leave=False)
+    try:
+        for start in range(0, len(todo), 256):
+            chunk = todo[start : start + 256]
+            for (h, _), vec in zip(chunk, embedder.embed([c for _, c in chunk]), strict=True):
+                vectors[h] = vec
+            bar.update(len(chunk))
+    except IndexFailure as exc:
+        raise IndexUnavailableError(str(exc)) from exc
+    finally:
+        bar.close()
     with memory._write:
         if ids:
-            taken = store.scalar(f"SELECT count(*) FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids)
+            taken = store.scalar("SELECT count(*) FROM memories WHERE id IN (SELECT unnest(?::BIGINT[]))", [ids])
             if taken:
                 raise ConflictError(
                     f"{taken} of the file's memory ids are already in this store: import into an empty data directory"
                 )
         now = memory.clock()
-        inserted: list[MemoryVersion] = []
-        for line in versions:
-            v = line.memory
-            if not v.content_hash:
-                v = msgspec.structs.replace(v, content_hash=sha256(v.content))
-            inserted.append(v)
-            if same_model and line.embedding is not None:
-                vectors.setdefault(v.content_hash, np.asarray(line.embedding, dtype=np.float32))
-        dims = {vec.shape for vec in vectors.values()}
-        if len(dims) > 1 or (dims and dims != {(embedder.dim,)}):
-            raise ValidationError(f"embeddings in the file are not all {embedder.dim}-dimensional")
         with store.transaction() as tx:
             for start in tqdm(
                 range(0, len(inserted), 5000), desc="import", unit="batch", disable=not sys.stderr.isatty(), leave=False
@@ -178,9 +211,10 @@ def import_lines(memory, lines: Iterable[bytes | str]) -> int:  # type: ignore[n
                 store.put_embeddings(tx, batch, embedder.name, np.stack([vectors[h] for h in batch]))
             for ln in links:
                 store.add_link(tx, ln.link.src_id, ln.link.dst_id, ln.link.kind, ln.link.created_at)
-            store.enqueue(tx, [("upsert", v.memory.id) for v in versions if v.memory.is_latest], now)
+            store.enqueue(tx, [("upsert", v.id) for v in inserted if v.is_latest], now)
             store._next_id = max(store._next_id, max(ids, default=0) + 1)
-        for v in inserted:
+        # Re-read what was written, so that the live set holds exactly DuckDB's values (UTC times).
+        for v in store.where("id IN (SELECT unnest(?::BIGINT[])) AND is_latest AND status = 'active'", [ids]):
             memory.live.put(v)
         memory._sync()
     return len(versions)

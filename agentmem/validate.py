@@ -77,6 +77,15 @@ def unit(value: float, field: str) -> float:
     return float(value)
 
 
+MAX_ID = 2**53  # ids stay exact in JSON numbers everywhere
+
+
+def memory_id(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ID:
+        raise ValidationError(f"{field}: {value!r} is not a memory id (1 to 2**53)")
+    return value
+
+
 def new_memory(m: NewMemory, config: Config, now: datetime) -> NewMemory:
     """The request with names trimmed, times in UTC and TTL turned into expires_at; or ValidationError."""
     project = name(m.project, "project", config, required=True)
@@ -108,7 +117,7 @@ def new_memory(m: NewMemory, config: Config, now: datetime) -> NewMemory:
         session=name(m.session, "session", config),
         source=choice(m.source, SOURCES, "source"),
         source_ref=name(m.source_ref, "source_ref", config),
-        source_ids=[int(i) for i in m.source_ids],
+        source_ids=[memory_id(i, "source_ids") for i in m.source_ids],
         salience=unit(m.salience, "salience"),
         confidence=unit(m.confidence, "confidence") if m.confidence is not None else None,
         valid_from=valid_from,

@@ -14,7 +14,7 @@ projects = ["shop"]                      # or ["*"] for every project
 ```
 
 Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_CONFIG (the file),
-AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_SECONDS, and AGENTMEM_TOKENS =
+AGENTMEM_MAX_BODY_BYTES, and AGENTMEM_TOKENS =
 "name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear).
 """
 
@@ -70,6 +70,8 @@ def _token(raw: dict[str, object], where: str) -> TokenSpec:
         raise ValidationError(f"{where}: role must be one of {', '.join(ROLES)}")
     if not spec.projects:
         raise ValidationError(f"{where}: a token needs at least one project (or '*')")
+    if any(not p.strip() or p != p.strip() for p in spec.projects):
+        raise ValidationError(f"{where}: project names may not be empty or padded with spaces")
     if len(spec.sha256) != 64:
         raise ValidationError(f"{where}: sha256 must be 64 hex characters")
     return spec

@@ -96,7 +96,10 @@ class BM25Index:
                 writer.rollback()
                 raise IndexFailure(f"BM25 write failed: {exc}") from exc
             self.applied_seq = max(self.applied_seq, seq)
-            self._write_meta()
+            try:
+                self._write_meta()
+            except OSError as exc:
+                raise IndexFailure(f"cannot record the BM25 index state: {exc}") from exc
 
     def search(
         self,

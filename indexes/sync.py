@@ -13,6 +13,7 @@ import shutil
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -20,7 +21,7 @@ import msgspec
 from tqdm import tqdm
 
 from indexes.bm25 import BM25Index
-from indexes.docs import Doc, IndexCorrupt, OutboxEntry
+from indexes.docs import Doc, IndexCorrupt, IndexFailure, OutboxEntry
 from indexes.vectors import VectorIndex
 
 log = logging.getLogger("agentmem")
@@ -102,6 +103,7 @@ class IndexSet:
         self.flush_every = flush_every
         self.rebuilt: list[str] = []
         self._holds: list[int] = []  # seqs that builds in progress still need from the outbox
+        self.closed = False
         # The writers' lock of the caller: outbox reads, prunes and index swaps happen under it.
         self._swap = lock or threading.RLock()
         path.mkdir(parents=True, exist_ok=True)
@@ -113,18 +115,23 @@ class IndexSet:
         try:
             ix = BM25Index(self.path / "bm25")
             if len(ix.ids()) != ix.count():
+                ix.close()
                 raise IndexCorrupt("BM25 id column does not match its document count")
             return ix
         except IndexCorrupt as exc:
             self._note_rebuild("bm25", self.path / "bm25", exc)
-            return self._build_bm25(self.path / "bm25")
+            with self._hold():
+                self._install(self._build_bm25(), "bm25")
+            return BM25Index(self.path / "bm25")
 
     def _open_vectors(self) -> VectorIndex:
         try:
             return VectorIndex(self.path / "vectors", self.dim, self.model)
         except IndexCorrupt as exc:
             self._note_rebuild("vectors", self.path / "vectors", exc)
-            return self._build_vectors(self.path / "vectors")
+            with self._hold():
+                self._install(self._build_vectors(), "vectors")
+            return VectorIndex(self.path / "vectors", self.dim, self.model)
 
     def _note_rebuild(self, name: str, path: Path, why: Exception) -> None:
         if path.exists() or self.source.last_seq() > 0:
@@ -133,32 +140,54 @@ class IndexSet:
         else:
             log.info("creating the %s index", name)
 
-    def _fill(self, ix: BM25Index | VectorIndex, desc: str) -> None:
-        """Load every indexable document into an empty index, marking it as applied up to now."""
+    @contextmanager
+    def _hold(self) -> Iterator[int]:
+        """Keep the outbox from being pruned past now until a fresh index is built and swapped in."""
         with self._swap:
             seq = self.source.last_seq()
             self._holds.append(seq)
         try:
-            with _progress(self.source.indexable_count(), desc) as bar:
-                for docs in self.source.iter_docs(BATCH):
-                    ix.apply(docs, [], seq=0)
-                    bar.update(len(docs))
-            ix.apply([], [], seq=seq)
+            yield seq
         finally:
             with self._swap:
                 self._holds.remove(seq)
 
-    def _build_bm25(self, path: Path) -> BM25Index:
-        ix = BM25Index.create(path)
-        self._fill(ix, "rebuild bm25")
-        return ix
+    def _fill(self, ix: BM25Index | VectorIndex, desc: str) -> None:
+        """Load every indexable document into an empty index, marking it as applied up to the hold."""
+        seq = min(self._holds)
+        with _progress(self.source.indexable_count(), desc) as bar:
+            for docs in self.source.iter_docs(BATCH):
+                ix.apply(docs, [], seq=0)
+                bar.update(len(docs))
+        ix.apply([], [], seq=seq)
 
-    def _build_vectors(self, path: Path) -> VectorIndex:
+    def _build_bm25(self) -> Path:
+        """A complete BM25 index in a side directory (a crash mid-build leaves the old one, or none)."""
+        path = self.path / "bm25.rebuild"
+        ix = BM25Index.create(path)
+        try:
+            self._fill(ix, "rebuild bm25")
+        finally:
+            ix.close()
+        return path
+
+    def _build_vectors(self) -> Path:
+        path = self.path / "vectors.rebuild"
         capacity = int(self.source.indexable_count() * 1.25) + 1024
         ix = VectorIndex.create(path, self.dim, self.model, capacity=capacity)
         self._fill(ix, "rebuild vectors")
         ix.flush(force=True)
-        return ix
+        return path
+
+    def _install(self, built: Path, name: str) -> None:
+        """Move a completed build into place (the old directory, if any, goes)."""
+        target = self.path / name
+        old = target.with_name(name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if target.exists():
+            target.rename(old)
+        built.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
 
     def sync(self) -> int:
         """Apply every outbox entry an index has not applied yet; returns how many entries were read."""
@@ -195,36 +224,30 @@ class IndexSet:
         return max(0, self.source.last_seq() - min(self.bm25.applied_seq, self.vectors.applied_seq))
 
     def rebuild(self, which: Sequence[str] = ("bm25", "vectors")) -> None:
-        """Build fresh indexes beside the live ones, catch them up, then swap them in.
+        """Build fresh indexes beside the live ones, then swap them in and catch them up.
 
-        Searches go on against the old indexes while the new ones are built.
+        Searches go on against the old indexes while the new ones are built; the outbox is
+        held (not pruned) from the start of each build until its swap.
         """
         unknown = set(which) - {"bm25", "vectors"}
         if unknown:
             raise ValueError(f"unknown index {sorted(unknown)}: choose bm25 or vectors")
-        if "bm25" in which:
-            fresh_bm25 = self._build_bm25(self.path / "bm25.rebuild")
-            fresh_bm25.close()
-            with self._swap:
-                self.bm25.close()
-                self._replace_dir(self.path / "bm25.rebuild", self.path / "bm25")
-                self.bm25 = BM25Index(self.path / "bm25")
-                self.sync()
-        if "vectors" in which:
-            self._build_vectors(self.path / "vectors.rebuild")
-            with self._swap:
-                self._replace_dir(self.path / "vectors.rebuild", self.path / "vectors")
-                self.vectors = VectorIndex(self.path / "vectors", self.dim, self.model)
-                self.sync()
-
-    @staticmethod
-    def _replace_dir(new: Path, target: Path) -> None:
-        old = target.with_name(target.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if target.exists():
-            target.rename(old)
-        new.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
+        for name in ("bm25", "vectors"):
+            if name not in which:
+                continue
+            with self._hold():
+                built = self._build_bm25() if name == "bm25" else self._build_vectors()
+                with self._swap:
+                    if self.closed:
+                        raise IndexFailure("the index set was closed during the rebuild")
+                    if name == "bm25":
+                        self.bm25.close()
+                        self._install(built, "bm25")
+                        self.bm25 = BM25Index(self.path / "bm25")
+                    else:
+                        self._install(built, "vectors")
+                        self.vectors = VectorIndex(self.path / "vectors", self.dim, self.model)
+                    self.sync()
 
     def check(self) -> Consistency:
         """Compare each index's ids with the store's indexable ids (after applying the outbox)."""
@@ -260,3 +283,4 @@ class IndexSet:
         with self._swap:
             self.flush()
             self.bm25.close()
+            self.closed = True

@@ -106,6 +106,7 @@ class VectorIndex:
 
     def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int) -> None:
         """Add or replace `upserts`, hide `deletes` from every later search, and note `seq`."""
+        deletes = list(deletes)
         with self._lock:
             try:
                 for label in deletes:
@@ -134,7 +135,7 @@ class VectorIndex:
             except Exception as exc:
                 raise IndexFailure(f"vector write failed: {exc}") from exc
             self.applied_seq = max(self.applied_seq, seq)
-            self.unsaved += 1
+            self.unsaved += len(upserts) + len(deletes)
 
     def search(self, vector: np.ndarray, k: int, *, project: str | None = None) -> list[tuple[int, float]]:
         """Top `k` (id, cosine similarity), within one project when `project` is given."""
@@ -175,6 +176,13 @@ class VectorIndex:
         with self._lock:
             if not force and self.unsaved == 0:
                 return
+            try:
+                self._save()
+            except (OSError, RuntimeError) as exc:  # hnswlib reports write failures as RuntimeError
+                raise IndexFailure(f"cannot save the vector index: {exc}") from exc
+
+    def _save(self) -> None:
+        with self._lock:
             name = f"vectors.{self.applied_seq}.{os.getpid()}.{self.unsaved}.bin"
             graph = self.path / name
             self._hnsw.save_index(str(graph))

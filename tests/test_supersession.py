@@ -71,6 +71,20 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str | None]] = [
         "same content",
     ),
     (
+        "different keys never meet by similarity",
+        {"content": "The API listens on port 8080", "key": "api.port"},
+        {"content": "The DB listens on port 8080", "key": "db.port"},
+        "created",
+        None,
+    ),
+    (
+        "different triple slots never meet by similarity",
+        {"content": "Alice leads the payments team", "triple": Triple("Alice", "leads", "payments")},
+        {"content": "Alice joined the payments team", "triple": Triple("Alice", "joined", "payments")},
+        "created",
+        None,
+    ),
+    (
         "an event never supersedes",
         {"content": "We use Postgres for the main database of the shop"},
         {"content": "We use MySQL for the main database of the shop", "kind": "event"},

@@ -87,7 +87,9 @@ def list_memories(
     agent: FromQuery[str | None] = None,
     status: Annotated[str, QueryParameter(description="active, superseded, ..., or all")] = "active",
     latest_only: FromQuery[bool] = True,
-    cursor: Annotated[int | None, QueryParameter(description="next_cursor of the previous page")] = None,
+    cursor: Annotated[
+        int | None, QueryParameter(description="next_cursor of the previous page", ge=1, le=2**53)
+    ] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
 ) -> Page:
     items, nxt = mem.list_versions(
