@@ -15,6 +15,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -167,6 +168,7 @@ def cached_embeddings(
     *,
     cache_dir: Path = CACHE_DIR,
     batch: int = 2048,
+    stats: dict[str, Any] | None = None,
 ) -> np.ndarray:
     """Embeddings of `texts[:count]`, kept in `cache_dir` keyed by a hash of all texts and the model.
 
@@ -184,12 +186,15 @@ def cached_embeddings(
         except (OSError, ValueError) as exc:
             say(f"ignoring unreadable embedding cache {path}: {exc}")
             have = np.zeros((0, dim), dtype=np.float32)
+    if stats is not None:
+        stats.update(cache_file=path.name, from_cache=min(len(have), count), embedded=max(0, count - len(have)))
     if len(have) >= count:
         say(f"corpus embeddings: {count} from cache {path.name}")
         return have[:count]
     todo = list(texts[len(have) : count])
     say(f"corpus embeddings: {len(have)} cached, embedding {len(todo)} more with {model} (cached in {cache_dir})")
     parts = [have]
+    started = time.perf_counter()
     with progress(total=len(todo), desc="embed corpus", unit="text") as bar:
         for start in range(0, len(todo), batch):
             chunk = todo[start : start + batch]
@@ -199,6 +204,9 @@ def cached_embeddings(
                 _save(path, np.concatenate(parts))
     out = np.concatenate(parts)
     _save(path, out)
+    if stats is not None:
+        seconds = time.perf_counter() - started
+        stats.update(seconds=round(seconds, 1), texts_per_second=round(len(todo) / seconds, 1))
     return out[:count]
 
 
