@@ -708,15 +708,24 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "## Stores",
         "",
-        "| size | load (import_lines) s | check ok | HNSW recall@n vs exact | top-10 overlap with brute force |",
-        "| ---: | ---: | :---: | ---: | ---: |",
+        "| size | load (import_lines) s | check ok | HNSW recall@n vs exact | top-10 overlap with brute force "
+        "| load average before / after timing |",
+        "| ---: | ---: | :---: | ---: | ---: | --- |",
     ]
     for s in results["sizes"]:
         st, sa = s["store"], s["recall"]["sanity"]
+        load = f"{s.get('loadavg_before', ['-'])[0]} / {s.get('loadavg_after', ['-'])[0]}"
         lines.append(
             f"| {s['size']:,} | {fmt(st['load_seconds'], 1)} | {st['check_ok']} | "
-            f"{fmt(sa['hnsw_recall_at_n_vs_exact'], 3)} | {fmt(sa['top10_overlap_with_brute_force'], 3)} |"
+            f"{fmt(sa['hnsw_recall_at_n_vs_exact'], 3)} | {fmt(sa['top10_overlap_with_brute_force'], 3)} | {load} |"
         )
+    emb = results.get("corpus_embedding") or {}
+    if emb.get("texts_per_second"):
+        lines += [
+            "",
+            f"Corpus embedding (not part of any timing): {emb['embedded']:,} texts embedded in {emb['seconds']} s "
+            f"({emb['texts_per_second']} texts/s), {emb['from_cache']:,} from the cache.",
+        ]
     rem = results.get("remember")
     if rem:
         lat = rem["latency_ms"]
@@ -754,8 +763,20 @@ def render_markdown(results: dict[str, Any]) -> str:
     for t in results["targets"]:
         met = "not measured" if t["met"] is None else ("yes" if t["met"] else "**no**")
         lines.append(f"| {t['target']} | {fmt(t['measured_ms'])} | {met} |")
-    if results.get("notes"):
-        lines += ["", "Notes:", ""] + [f"- {n}" for n in results["notes"]]
+    notes = list(results.get("notes") or [])
+    cpus = m.get("cpu_count") or 1
+    busy = [
+        f"{s['size']:,} ({max(s['loadavg_before'][0], s['loadavg_after'][0])})"
+        for s in results["sizes"]
+        if max(s.get("loadavg_before", [0])[0], s.get("loadavg_after", [0])[0]) > cpus + 0.5
+    ]
+    if busy:
+        notes.append(
+            f"the machine was busy with other work while timing (1-minute load average above {cpus} CPUs) at "
+            f"{', '.join(busy)}: tail latencies there are inflated, the query embedding's most of all"
+        )
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
 
@@ -774,7 +795,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ("numpy-inv", "numpy inverted-index baseline (no embedding)", "tab:purple"),
     )
     sizes = [s["size"] for s in results["sizes"]]
-    fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
+    fig, ax = plt.subplots(figsize=(12, 6), dpi=120)
     for mode, label, color in series:
         p50 = [s["recall"]["modes"].get(mode, {}).get("p50") for s in results["sizes"]]
         p99 = [s["recall"]["modes"].get(mode, {}).get("p99") for s in results["sizes"]]
@@ -797,7 +818,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     m = results["machine"]
     ax.set_title(f"agentmem recall latency, k={K} ({m['cpu_count']} CPUs, {m['date'][:10]})")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -847,6 +868,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-remember", action="store_true")
     p.add_argument("--skip-rebuild", action="store_true")
+    p.add_argument(
+        "--render-only", action="store_true", help="rewrite latency.md and latency.png from --out/latency.json"
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats = "1000,10000", 1
@@ -868,6 +892,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join(["python -m benchmarks.latency", *([shlex.join(given)] if given else [])])
     started = time.perf_counter()
     notes: list[str] = []
+    if args.render_only:
+        write_outputs(json.loads((args.out / "latency.json").read_text()), args.out)
+        return 0
+    machine = machine_info()  # early: the git state of the core as this process imported it
 
     say(f"reading data from {args.data}")
     corpus = Corpus.load(args.data, seed=args.seed)
@@ -905,7 +933,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"embedding {len(qs.all())} queries one by one (this also pre-warms the LRU query cache)")
     qvec = {q: embed_query(emb_cached, q) for q in progress(qs.all(), desc="queries", unit="query")}
 
-    machine = machine_info()
     results: dict[str, Any] = {
         "command": command,
         "model": emb_live.name,
@@ -988,14 +1015,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results["targets"] = targets(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    md = render_markdown(results)
-    print(md)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latency.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "latency.md").write_text(md + f"\nProduced by (from the repository root):\n\n    {command}\n")
-    plot(results, args.out / "latency.png")
+    write_outputs(results, args.out)
     say(f"wrote {args.out / 'latency.json'}, latency.md and latency.png in {results['total_seconds']} s")
     return 0
+
+
+def write_outputs(results: dict[str, Any], out: Path) -> None:
+    """The Markdown table on stdout and in latency.md, and the plot in latency.png."""
+    md = render_markdown(results)
+    print(md)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latency.md").write_text(md + f"\nProduced by (from the repository root):\n\n    {results['command']}\n")
+    plot(results, out / "latency.png")
 
 
 def print_size(entry: dict[str, Any]) -> None:
