@@ -29,6 +29,7 @@ from api.deps import memory
 from api.routes import admin, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
+from indexes.docs import IndexFailure
 
 log = logging.getLogger("agentmem")
 
@@ -89,7 +90,12 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
         if app.state.memory is None:
             from indexes.embed import SentenceTransformerEmbedder
 
-            app.state.memory = Memory(settings.data_dir, embedder=embedder or SentenceTransformerEmbedder())
+            mem = Memory(settings.data_dir, embedder=embedder or SentenceTransformerEmbedder())
+            try:
+                mem.embedder.embed(["warm up"])  # load the model now, not on the first request (~10 s)
+            except IndexFailure as exc:  # keep serving: writes and recalls answer 503 until it loads
+                log.error("the embedding model did not load: %s", exc)
+            app.state.memory = mem
             log.info("agentmem serving %s", settings.data_dir)
 
     def shutdown(app: Litestar) -> None:
