@@ -1,5 +1,6 @@
 """agentmem: a versioned memory for AI agents that keeps only what is current in recall."""
 
+from agentmem.audit import AuditEntry
 from agentmem.config import Config
 from agentmem.errors import (
     AgentMemError,
@@ -11,17 +12,23 @@ from agentmem.errors import (
     StoreLockedError,
     ValidationError,
 )
+from agentmem.kinds import KindSpec
+from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.memory import Memory
 from agentmem.records import Hit, Link, MemoryVersion, NearDuplicate, NewMemory, RememberResult, Stats, Triple
+from agentmem.retention import Retention, RetentionPolicy
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AgentMemError",
+    "AuditEntry",
     "Config",
     "ConflictError",
+    "DeleteReport",
     "Hit",
     "IndexUnavailableError",
+    "KindSpec",
     "Link",
     "Memory",
     "MemoryVersion",
@@ -29,10 +36,13 @@ __all__ = [
     "NewMemory",
     "NotFoundError",
     "RememberResult",
+    "Retention",
+    "RetentionPolicy",
     "SchemaTooNewError",
     "Stats",
     "StoreError",
     "StoreLockedError",
+    "SweepReport",
     "Triple",
     "ValidationError",
 ]

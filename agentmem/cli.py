@@ -1,4 +1,4 @@
-"""The `agentmem` command line: remember, recall, history, get, stats, check, rebuild, export, import."""
+"""The `agentmem` command line: remember, recall, history, stats, upkeep, lifecycle, export and import."""
 
 from __future__ import annotations
 
@@ -74,6 +74,40 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     e.add_argument("file", nargs="?", default="-", help="output file, - for stdout")
     i = sub.add_parser("import", help="load a JSON Lines export into this data directory")
     i.add_argument("file", help="input file, - for stdin")
+
+    w = sub.add_parser("sweep", help="archive memories whose retention faded, and expired ones")
+    w.add_argument("--dry-run", action="store_true", help="only report what would be archived")
+    w.add_argument("--limit", type=int, help="archive at most this many (lowest retention first)")
+    w.add_argument("--project", action="append", help="only these projects (repeat for several)")
+    w.add_argument("--threshold", type=float, help="archive below this retention (default from config)")
+    a = sub.add_parser("archived", help="list archived and expired memories")
+    a.add_argument("--project", action="append")
+    a.add_argument("--limit", type=int, default=50)
+    for name, text in (("restore", "bring an archived or expired memory back"), ("pin", "exempt from the sweep"),
+                       ("retention", "show retention score and tier")):  # fmt: skip
+        c = sub.add_parser(name, help=text)
+        c.add_argument("id", type=int)
+        if name == "restore":
+            c.add_argument("--ttl-days", type=float)
+        if name == "pin":
+            c.add_argument("--off", action="store_true", help="unpin")
+    d = sub.add_parser("delete", help="governance delete: erase content for good (needs --reason)")
+    d.add_argument("--id", type=int, action="append", default=[], dest="ids")
+    d.add_argument("--lineage", type=int, action="append", default=[], dest="lineages", help="a whole lineage")
+    d.add_argument("--project", help="filter: this project")
+    d.add_argument("--kind", action="append", default=[], dest="kinds", help="filter: these kinds")
+    d.add_argument("--from", dest="created_from", help="filter: created at or after (ISO 8601)")
+    d.add_argument("--to", dest="created_to", help="filter: created before (ISO 8601)")
+    d.add_argument("--reason", required=True)
+    d.add_argument("--dry-run", action="store_true")
+    u = sub.add_parser("audit", help="show the audit log, newest first")
+    u.add_argument("--project", action="append")
+    u.add_argument("--action", action="append", default=[])
+    u.add_argument("--since")
+    u.add_argument("--until")
+    u.add_argument("--memory", type=int, help="entries of this memory's lineage")
+    u.add_argument("--limit", type=int, default=50)
+    sub.add_parser("compact", help="rewrite the database file so erased content leaves the disk (offline)")
     return p, sub
 
 
@@ -186,7 +220,47 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
                 except FileNotFoundError:
                     raise ValidationError(f"no such file: {args.file}") from None
             _out(args, {"imported": n}, f"imported {n} versions")
+        else:
+            _lifecycle(args, mem)
     return EXIT_OK
+
+
+def _lifecycle(args: argparse.Namespace, mem: Any) -> None:
+    cmd = args.command
+    if cmd == "sweep":
+        r = mem.sweep(dry_run=args.dry_run, limit=args.limit, projects=args.project, threshold=args.threshold)
+        verb = "would archive" if r.dry_run else "archived"
+        lines = [f"{verb} {r.archived} faded and {r.expired} expired of {r.examined} current memories "
+                 f"(threshold {r.threshold}, {r.left_for_next_run} left for the next run, {r.took_ms:.0f} ms)"]
+        lines += [f"  #{i.id} {i.action} ({i.kind}, {i.project}) retention {i.retention}" for i in r.items[:50]]
+        _out(args, r, "\n".join(lines))
+    elif cmd == "archived":
+        found = []
+        for status in ("archived", "expired"):
+            found += mem.list_versions(projects=args.project, status=status, limit=args.limit)[0]
+        _out(args, found, "\n".join(_line(m) for m in found) or "no archived memories")
+    elif cmd == "restore":
+        m = mem.restore(args.id, ttl_days=args.ttl_days)
+        _out(args, m, f"restored {_line(m)}")
+    elif cmd == "pin":
+        m = mem.pin(args.id, not args.off)
+        _out(args, m, f"{'pinned' if m.pinned else 'unpinned'} {_line(m)}")
+    elif cmd == "retention":
+        r = mem.retention(args.id)
+        _out(args, r, f"#{r.id} {r.tier} (retention {r.score}, confidence now {r.effective_confidence}, "
+                      f"decay {r.decay}, access {r.access}{', pinned' if r.pinned else ''}"
+                      f"{', expired' if r.expired else ''})")  # fmt: skip
+    elif cmd == "delete":
+        how = {k: getattr(args, k) for k in ("ids", "lineages", "project", "kinds", "created_from", "created_to")}
+        r = mem.delete(reason=args.reason, dry_run=args.dry_run, **how)
+        verb = "would delete" if r.dry_run else "deleted"
+        _out(args, r, f"{verb} {r.versions} versions in {r.lineages} lineages: {r.ids}")
+    elif cmd == "audit":
+        entries, _ = mem.audit(projects=args.project, actions=args.action, since=args.since, until=args.until,
+                               memory_id=args.memory, limit=args.limit)  # fmt: skip
+        text = [f"{e.created_at:%Y-%m-%d %H:%M:%S} {e.action} by {e.actor}: {e.affected} in {e.project or '*'}"
+                f"{f' #{e.memory_id}' if e.memory_id else ''}{f' ({e.reason})' if e.reason else ''}" for e in entries]
+        _out(args, entries, "\n".join(text) or "no audit entries")
 
 
 def _open_real(path: Path) -> Any:
@@ -210,6 +284,14 @@ def main(
     try:
         if args.command in handlers:
             return handlers[args.command](args)
+        if args.command == "compact":
+            if args.url:
+                raise ValidationError("compact works on a data directory, offline: stop the server and drop --url")
+            from agentmem.store import compact
+
+            before, after = compact((args.data_dir or default_data_dir()) / "agentmem.duckdb")
+            _out(args, {"before": before, "after": after}, f"compacted: {before} -> {after} bytes")
+            return EXIT_OK
         if open_memory is None:
             open_memory = _open_real
             if args.url:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
+from agentmem.audit import AuditEntry
 from agentmem.errors import (
     AccessDeniedError,
     AgentMemError,
@@ -24,7 +25,9 @@ from agentmem.errors import (
     ServiceUnavailableError,
     ValidationError,
 )
+from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Stats
+from agentmem.retention import Retention
 from indexes.sync import Consistency
 
 T = TypeVar("T")
@@ -46,6 +49,11 @@ class _Hits(msgspec.Struct):
 
 class _Page(msgspec.Struct):
     items: list[MemoryVersion]
+    next_cursor: int | None
+
+
+class _AuditPage(msgspec.Struct):
+    items: list[AuditEntry]
     next_cursor: int | None
 
 
@@ -154,6 +162,46 @@ class Client:
         if status.state != "done":
             raise ServiceUnavailableError(f"rebuild {status.state}: {status.message}")
         return self.check()
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def retention(self, memory_id: int) -> Retention:
+        return self._call("GET", f"/v1/memories/{int(memory_id)}/retention", Retention)  # type: ignore[no-any-return]
+
+    def sweep(self, **options: Any) -> SweepReport:
+        body = {k: v for k, v in options.items() if v is not None}
+        return self._call("POST", "/v1/sweep", SweepReport, json=body)  # type: ignore[no-any-return]
+
+    def restore(self, memory_id: int, *, ttl_days: float | None = None) -> MemoryVersion:
+        body = {"ttl_days": ttl_days} if ttl_days is not None else {}
+        return self._call("POST", f"/v1/memories/{int(memory_id)}/restore", MemoryVersion, json=body)  # type: ignore[no-any-return]
+
+    def pin(self, memory_id: int, pinned: bool = True) -> MemoryVersion:
+        return self._call("POST", f"/v1/memories/{int(memory_id)}/pin", MemoryVersion, json={"pinned": pinned})  # type: ignore[no-any-return]
+
+    def delete(self, *, reason: str, **how: Any) -> DeleteReport:
+        body = {"reason": reason, **{k: v for k, v in how.items() if v not in (None, [], ())}}
+        return self._call("POST", "/v1/delete", DeleteReport, json=body)  # type: ignore[no-any-return]
+
+    def audit(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        actions: Sequence[str] = (),
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        memory_id: int | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> tuple[list[AuditEntry], int | None]:
+        params: list[tuple[str, str | int | float | bool | None]] = [("project", p) for p in projects or ()]
+        params += [("action", a) for a in actions]
+        for name, value in (("since", since), ("until", until), ("memory_id", memory_id), ("cursor", before_id)):
+            if value is not None:
+                params.append((name, value.isoformat() if isinstance(value, datetime) else value))
+        params.append(("limit", limit))
+        page = self._call("GET", "/v1/audit", _AuditPage, params=params)
+        return page.items, page.next_cursor
 
     def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
         params: list[tuple[str, str | int | float | bool | None]] = [("project", p) for p in projects or ()]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
+from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Weights
+from agentmem.retention import RetentionPolicy
 from agentmem.supersede import Thresholds
 
 
@@ -13,6 +15,10 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
 
     thresholds: Thresholds = Thresholds()
     weights: Weights = Weights()
+    kinds: dict[str, KindSpec] = msgspec.field(default_factory=lambda: dict(KINDS))
+    retention: RetentionPolicy = RetentionPolicy()
+    sweep_max: int = 10_000  # most memories one sweep archives (lowest retention first)
+    purge_index_files: bool = True  # after a governance delete, rebuild BM25 so no segment keeps the text
     max_content_chars: int = 32_000
     max_name_chars: int = 200
     shortlist: int = 20  # candidates per index for the supersession check
@@ -21,3 +27,9 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     access_flush_every: int = 256  # pending ids that wake the background writer early
     access_flush_seconds: float = 2.0  # how often access counts reach DuckDB, off the recall path
     vector_flush_every: int = 20_000  # changes between saves of the vector graph (the outbox covers the rest)
+
+    def __post_init__(self) -> None:
+        if "fact" not in self.kinds:
+            raise ValueError("kinds must keep 'fact' (unknown kinds age like facts)")
+        if self.sweep_max < 1:
+            raise ValueError("sweep_max must be at least 1")

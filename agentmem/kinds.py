@@ -7,11 +7,17 @@ import math
 import msgspec
 
 
-class KindSpec(msgspec.Struct, frozen=True):
+class KindSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How a kind ages: its half-life in days (None: never decays) and its starting confidence."""
 
     half_life_days: float | None
     start_confidence: float
+
+    def __post_init__(self) -> None:
+        if self.half_life_days is not None and not 0 < self.half_life_days <= 1_000_000:
+            raise ValueError(f"half_life_days must be > 0 (or null: never decays), not {self.half_life_days}")
+        if not 0.0 < self.start_confidence <= 1.0:
+            raise ValueError(f"start_confidence must be in (0, 1], not {self.start_confidence}")
 
 
 KINDS: dict[str, KindSpec] = {
@@ -30,6 +36,14 @@ TIERS = ("working", "episodic", "semantic", "procedural")
 STATUSES = ("active", "superseded", "archived", "expired", "deleted")
 SOURCES = ("api", "cli", "conversation", "note", "code", "consolidation", "import")
 LINK_KINDS = ("derived_from", "evidence", "supersedes")
+
+
+def with_overrides(overrides: dict[str, KindSpec]) -> dict[str, KindSpec]:
+    """The built-in kinds with some replaced or added (a kind name is lower-case letters and _)."""
+    for name in overrides:
+        if not name or not name.replace("_", "a").isalpha() or not name.islower() or len(name) > 40:
+            raise ValueError(f"kind names are lower-case letters and underscores, not {name!r}")
+    return {**KINDS, **overrides}
 
 
 def decay_factor(kind: str, days: float, kinds: dict[str, KindSpec] = KINDS) -> float:

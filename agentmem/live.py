@@ -37,6 +37,10 @@ class LiveSet:
     def ids(self) -> set[int]:
         return set(self._by_id)
 
+    def values(self) -> list[MemoryVersion]:
+        """A snapshot of every current version."""
+        return list(self._by_id.values())
+
     def _lookups(self, v: MemoryVersion) -> list[tuple[dict[Lookup, set[int]], Lookup]]:
         if v.kind in NEVER_SUPERSEDED:
             return []

@@ -19,15 +19,17 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from agentmem import validate
+from agentmem import audit, lifecycle, validate
+from agentmem.audit import AuditEntry
 from agentmem.config import Config
 from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
-from agentmem.kinds import KINDS, STATUSES, TIERS
+from agentmem.kinds import STATUSES, TIERS
 from agentmem.live import LiveSet
 from agentmem.migrations import LATEST
 from agentmem.recall import as_of_candidates, fuse, sql_filters
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
-from agentmem.store import INDEXABLE, Store, StoreSource
+from agentmem.retention import Retention, retention
+from agentmem.store import INDEXABLE, Store, StoreSource, compact
 from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide, slot_of
 from agentmem.text import jaccard, normalise, sha256, tokens
 from indexes.docs import IndexFailure
@@ -80,6 +82,8 @@ class Memory:
                 flush_every=self.config.vector_flush_every,
                 lock=self._write,
             )
+            if self.indexes.rebuilt:
+                self._audit_rebuild(list(self.indexes.rebuilt), "startup", "index missing or damaged on open", True)
         except BaseException:
             self.store.close()
             raise
@@ -118,10 +122,13 @@ class Memory:
 
     # -- writing -----------------------------------------------------------
 
-    def remember(self, item: NewMemory | str | None = None, /, **fields: Any) -> RememberResult:
+    def remember(
+        self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
+    ) -> RememberResult:
         """Store a memory: create it, reinforce the same memory, or supersede the one it replaces.
 
-        Takes a `NewMemory`, or its fields as keywords (content first or as `content=`).
+        Takes a `NewMemory`, or its fields as keywords (content first or as `content=`). `actor`
+        names the caller in the audit log when the memory supersedes another.
         """
         if not isinstance(item, NewMemory):
             if item is not None:
@@ -143,11 +150,13 @@ class Memory:
                 assert decision.target is not None
                 result = self._reinforce(decision, now)
             else:
-                result = self._create(new, content_hash, vector, decision, now)
+                result = self._create(new, content_hash, vector, decision, now, actor)
             self._sync()
             return result
 
-    def revise(self, memory_id: int, content: str, *, reason: str = "explicit", **changes: Any) -> RememberResult:
+    def revise(
+        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
+    ) -> RememberResult:
         """Write a new version of a current memory; unchanged fields carry over from it."""
         reason = validate.content(reason, self.config, "reason")
         with self._write:
@@ -168,7 +177,7 @@ class Memory:
             vector = self._vector_for(new.content, content_hash)
             sim = _jaccard_text(new.content, old.content)
             decision = Decision("superseded", target=old, reason=reason, similarity=sim)
-            result = self._create(new, content_hash, vector, decision, now)
+            result = self._create(new, content_hash, vector, decision, now, actor)
             self._sync()
             return result
 
@@ -225,19 +234,26 @@ class Memory:
             raise IndexUnavailableError(str(exc)) from exc
 
     def _decide(self, new: NewMemory, vector: np.ndarray) -> Decision:
-        """Gather the current memories the rules look at: by key, by slot, by content, by search."""
-        live, project = self.live, _project(new)
+        """Gather the current memories the rules look at: by key, by slot, by content, by search.
+
+        An expired memory no longer counts: it is neither reinforced nor superseded.
+        """
+        live, project, now = self.live, _project(new), self.clock()
+
+        def alive(m: MemoryVersion | None) -> MemoryVersion | None:
+            return m if m is not None and (m.expires_at is None or m.expires_at > now) else None
+
         keyed = slotted = exact = None
         if new.kind not in NEVER_SUPERSEDED:
             if new.key is not None:
-                keyed = live.by_key(project, new.key)
+                keyed = alive(live.by_key(project, new.key))
             if new.triple is not None:
-                slotted = live.by_slot(project, slot_of(new.triple.subject, new.triple.predicate))
-            exact = live.by_content(project, new.content)
+                slotted = alive(live.by_slot(project, slot_of(new.triple.subject, new.triple.predicate)))
+            exact = alive(live.by_content(project, new.content))
         n = self.config.shortlist
         ids = [i for i, _ in self.indexes.search_text(new.content, n, project=new.project)]
         ids += [i for i, _ in self.indexes.search_vector(vector, n, project=new.project)]
-        candidates = [m for i in dict.fromkeys(ids) if (m := live.get(i)) is not None and m.project == new.project]
+        candidates = [m for i in dict.fromkeys(ids) if (m := alive(live.get(i))) is not None and m.project == project]
         return decide(
             kind=new.kind,
             content=new.content,
@@ -298,7 +314,7 @@ class Memory:
             source_ref=new.source_ref,
             source_ids=list(new.source_ids),
             salience=new.salience,
-            confidence=new.confidence if new.confidence is not None else KINDS[new.kind].start_confidence,
+            confidence=new.confidence if new.confidence is not None else self.config.kinds[new.kind].start_confidence,
             pinned=new.pinned,
             created_at=now,
             valid_from=new.valid_from or now,
@@ -313,7 +329,7 @@ class Memory:
         return version
 
     def _create(
-        self, new: NewMemory, content_hash: str, vector: np.ndarray, decision: Decision, now: datetime
+        self, new: NewMemory, content_hash: str, vector: np.ndarray, decision: Decision, now: datetime, actor: str
     ) -> RememberResult:
         old = decision.target if decision.outcome == "superseded" else None
         with self.store.transaction() as tx:
@@ -332,6 +348,10 @@ class Memory:
                     supersede_reason=decision.reason,
                     supersede_similarity=decision.similarity,
                 )
+                entry = AuditEntry.of(
+                    old, "supersede", actor, now, decision.reason, by=version.id, similarity=decision.similarity
+                )
+                audit.write(tx, [entry])
             self.store.enqueue(tx, ([("delete", old.id)] if old else []) + [("upsert", version.id)], now)
         if old is not None:
             self.live.drop(old.id)
@@ -454,7 +474,7 @@ class Memory:
         project = validate.name(project, "project", self.config)
         agent = validate.name(agent, "agent", self.config)
         tiers = [validate.choice(t, TIERS, "tier") for t in tiers]
-        kinds = [validate.choice(x, KINDS, "kind") for x in kinds]
+        kinds = [validate.choice(x, self.config.kinds, "kind") for x in kinds]
         when = validate.utc(as_of, "as_of")
         if when is not None:
             filters, params = sql_filters(project, agent, tiers, kinds)
@@ -464,7 +484,7 @@ class Memory:
                 raise IndexUnavailableError(str(exc)) from exc
             n = max(self.config.recall_candidates, 4 * k)
             found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, filters, params)
-            return fuse(found[0], found[1], found[2], now=when, k=k, weights=self.config.weights)
+            return fuse(*found, now=when, k=k, weights=self.config.weights, kinds=self.config.kinds)
         if self._stale:
             with self._write:
                 self._sync()
@@ -491,7 +511,9 @@ class Memory:
         # Filter at read against the live set: a stale index never brings back an old version.
         ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
         candidates = [m for i in ids if (m := self.live.get(i)) is not None and keep(m)]
-        hits = fuse(candidates, text_hits, vector_hits, now=now, k=k, weights=self.config.weights)
+        hits = fuse(
+            candidates, text_hits, vector_hits, now=now, k=k, weights=self.config.weights, kinds=self.config.kinds
+        )
         self._note_access([h.memory.id for h in hits])
         return hits
 
@@ -549,18 +571,95 @@ class Memory:
 
         return import_lines(self, lines)
 
+    # -- lifecycle: retention, sweep, restore, pin, governance delete, audit ----
+
+    def retention(self, memory_id: int) -> Retention:
+        """How much the memory is still worth keeping, now: score, tier and the parts of the score."""
+        m = self.get(memory_id)
+        return retention(m, self.clock(), self.config.retention, self.config.kinds)
+
+    def sweep(
+        self,
+        *,
+        dry_run: bool = False,
+        limit: int | None = None,
+        projects: Sequence[str] | None = None,
+        threshold: float | None = None,
+        actor: str = "local",
+    ) -> lifecycle.SweepReport:
+        """Archive what fell below the retention threshold and what expired (see agentmem.lifecycle)."""
+        return lifecycle.sweep(self, dry_run=dry_run, limit=limit, projects=projects, threshold=threshold, actor=actor)
+
+    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
+        """Put an archived or expired memory back into recall."""
+        return lifecycle.restore(self, memory_id, actor=actor, ttl_days=ttl_days)
+
+    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
+        """Exempt a memory from the sweep (or, with pinned=False, no longer)."""
+        return lifecycle.pin(self, memory_id, pinned, actor=actor)
+
+    def delete(self, *, reason: str, **how: Any) -> lifecycle.DeleteReport:
+        """The governance delete: erase content by ids, lineages or a filter (see agentmem.lifecycle.delete)."""
+        return lifecycle.delete(self, reason=reason, **how)
+
+    def audit(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        actions: Sequence[str] = (),
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        memory_id: int | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> tuple[list[AuditEntry], int | None]:
+        """A page of the audit log, newest first, and the cursor of the next page."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.config.max_k:
+            raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
+        actions = [validate.choice(a, audit.ACTIONS, "action") for a in actions]
+        start, end = validate.utc(since, "since"), validate.utc(until, "until")
+        return audit.query(
+            self.store.cursor(),
+            projects=projects,
+            actions=actions,
+            since=start,
+            until=end,
+            memory_id=validate.memory_id(memory_id, "memory_id") if memory_id is not None else None,
+            before_id=before_id,
+            limit=limit,
+        )
+
+    @staticmethod
+    def compact(path: str | Path) -> tuple[int, int]:
+        """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
+        return compact(Path(path).expanduser() / DB_FILE)
+
     def check(self) -> Consistency:
         """Ids in each index against the latest active ids in DuckDB."""
         with self._write:
             return self.indexes.check()
 
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors")) -> Consistency:
+    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
         """Rebuild indexes from DuckDB (no re-embedding) while the engine stays open."""
         try:
             self.indexes.rebuild(which)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
-        return self.check()
+        report = self.check()
+        self._audit_rebuild(list(which), actor, "requested", report.ok)
+        return report
+
+    def _audit_rebuild(self, which: list[str], actor: str, reason: str, ok: bool) -> None:
+        entry = AuditEntry(
+            created_at=self.clock(),
+            action="rebuild",
+            actor=actor,
+            affected=len(self.live),
+            reason=reason,
+            details={"indexes": which, "ok": ok},
+        )
+        with self._write, self.store.transaction() as tx:
+            audit.write(tx, [entry])
 
     def stats(self, projects: Sequence[str] | None = None) -> Stats:
         """Counts over the store (within `projects` when given) and the indexes."""

@@ -76,6 +76,28 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "INSERT INTO counters VALUES ('outbox_seq', 0)",
         ],
     ),
+    (
+        2,
+        "m002_lifecycle",
+        [
+            "ALTER TABLE memories ADD COLUMN archived_at TIMESTAMPTZ",
+            "ALTER TABLE memories ADD COLUMN deleted_at TIMESTAMPTZ",
+            "ALTER TABLE memories ADD COLUMN status_reason VARCHAR",
+            """CREATE TABLE audit (
+                id BIGINT PRIMARY KEY,
+                created_at TIMESTAMPTZ NOT NULL,
+                action VARCHAR NOT NULL,
+                actor VARCHAR NOT NULL,
+                project VARCHAR,
+                memory_id BIGINT,
+                lineage_id BIGINT,
+                affected INTEGER NOT NULL,
+                reason VARCHAR,
+                details VARCHAR
+            )""",
+            "INSERT INTO counters VALUES ('audit_seq', 0)",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

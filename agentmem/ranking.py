@@ -7,11 +7,11 @@ from datetime import datetime
 
 import msgspec
 
-from agentmem.kinds import KINDS, decay_factor
+from agentmem.kinds import KINDS, KindSpec
 from agentmem.records import MemoryVersion, ScoreParts
+from agentmem.retention import days_between, effective_confidence
 
 RRF_K = 60
-DAY = 86400.0
 
 
 class Weights(msgspec.Struct, frozen=True):
@@ -23,16 +23,6 @@ class Weights(msgspec.Struct, frozen=True):
     salience: float = 0.25
     recency: float = 0.25
     recency_half_life_days: float = 90.0
-
-
-def days_between(a: datetime, b: datetime) -> float:
-    return max(0.0, (b - a).total_seconds() / DAY)
-
-
-def effective_confidence(m: MemoryVersion, now: datetime) -> float:
-    """confidence x exp(-lambda(kind) x days since the last reinforcement), computed at read."""
-    kind = m.kind if m.kind in KINDS else "fact"
-    return m.confidence * decay_factor(kind, days_between(m.last_reinforced_at, now))
 
 
 def rrf(ranks: list[int | None]) -> float:
@@ -49,6 +39,7 @@ def score(
     vector: tuple[int, float] | None,
     best: tuple[float, float],
     weights: Weights,
+    kinds: dict[str, KindSpec] = KINDS,
 ) -> tuple[float, ScoreParts]:
     """The final score of one candidate and its parts; `bm25` and `vector` are (rank, raw score).
 
@@ -62,7 +53,7 @@ def score(
         if hit is not None and top > 0:
             magnitude += max(0.0, hit[1]) / top / 2
     relevance = weights.fusion * fused + (1.0 - weights.fusion) * magnitude
-    conf = effective_confidence(m, now)
+    conf = effective_confidence(m, now, kinds)
     recency = math.exp(-math.log(2) * days_between(m.valid_from, now) / weights.recency_half_life_days)
     current = weights.confidence * conf + weights.salience * m.salience + weights.recency * recency
     total = relevance * (1.0 - weights.currentness + weights.currentness * current)

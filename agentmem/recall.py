@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Weights, score
 from agentmem.records import Hit, MemoryVersion
 from agentmem.store import COLUMNS, Store, to_version
@@ -24,6 +25,7 @@ def fuse(
     now: datetime,
     k: int,
     weights: Weights,
+    kinds: dict[str, KindSpec] = KINDS,
 ) -> list[Hit]:
     """Score each candidate from its place in both lists and its currentness; the best k, best first."""
     bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
@@ -31,7 +33,9 @@ def fuse(
     best = (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
     hits = []
     for m in candidates:
-        total, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights)
+        total, parts = score(
+            m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights, kinds=kinds
+        )
         hits.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
     hits.sort(key=lambda h: (-h.score, -h.memory.id))
     return hits[:k]

@@ -55,6 +55,9 @@ class MemoryVersion(msgspec.Struct, frozen=True, kw_only=True):
     supersede_reason: str | None = None
     supersede_similarity: float | None = None
     content_hash: str = ""
+    archived_at: datetime | None = None
+    deleted_at: datetime | None = None
+    status_reason: str | None = None
 
 
 class NewMemory(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

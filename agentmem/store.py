@@ -6,6 +6,7 @@ serialised by the caller; reads use one cursor per thread.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from agentmem.errors import StoreError, StoreLockedError
+from agentmem.errors import NotFoundError, StoreError, StoreLockedError
 from agentmem.migrations import migrate
 from agentmem.records import Link, MemoryVersion, Triple
 from agentmem.supersede import slot_of
@@ -31,7 +32,7 @@ COLUMNS = (
     "source", "source_ref", "source_ids", "salience", "confidence", "reinforcements", "accesses",
     "pinned", "created_at", "valid_from", "valid_to", "expires_at", "last_reinforced_at",
     "last_accessed_at", "superseded_by", "superseded_at", "supersede_reason",
-    "supersede_similarity", "content_hash",
+    "supersede_similarity", "content_hash", "archived_at", "deleted_at", "status_reason",
 )  # fmt: skip
 SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM memories"
 INDEXABLE = "is_latest AND status = 'active'"
@@ -124,6 +125,10 @@ class Store:
     def close(self) -> None:
         self._conn.close()
 
+    def checkpoint(self) -> None:
+        """Fold the write-ahead log into the database file (e.g. so erased content leaves the WAL)."""
+        self._conn.execute("CHECKPOINT")
+
     # -- writes (inside transaction()) -------------------------------------
 
     @staticmethod
@@ -190,18 +195,27 @@ class Store:
 
     @staticmethod
     def enqueue(conn: duckdb.DuckDBPyConnection, ops: Sequence[tuple[str, int]], at: datetime) -> None:
-        """Append index outbox entries in the caller's transaction."""
+        """Append index outbox entries in the caller's transaction (one statement however many)."""
         if not ops:
             return
         row = conn.execute(
             "UPDATE counters SET value = value + ? WHERE name = 'outbox_seq' RETURNING value", [len(ops)]
         ).fetchone()
         assert row is not None
-        last = int(row[0])
-        first = last - len(ops) + 1
-        conn.executemany(
-            "INSERT INTO outbox VALUES (?, ?, ?, ?)",
-            [[first + i, op, memory_id, at] for i, (op, memory_id) in enumerate(ops)],
+        first = int(row[0]) - len(ops) + 1
+        conn.execute(
+            "INSERT INTO outbox SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), ?",
+            [list(range(first, first + len(ops))), [op for op, _ in ops], [i for _, i in ops], at],
+        )
+
+    @staticmethod
+    def update_many(conn: duckdb.DuckDBPyConnection, ids: Sequence[int], **fields: Any) -> None:
+        """Set the same fields on many versions in one statement."""
+        if not ids:
+            return
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        conn.execute(
+            f"UPDATE memories SET {sets} WHERE id IN (SELECT unnest(?::BIGINT[]))", [*fields.values(), list(ids)]
         )
 
     # -- reads -------------------------------------------------------------
@@ -247,6 +261,38 @@ class Store:
         sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
         rows = self.cursor().execute(sql, list(params)).fetchall()
         return {str(k): int(n) for k, n in rows}
+
+
+def compact(path: Path) -> tuple[int, int]:
+    """Rewrite the DuckDB file into a fresh one and swap it in; returns (bytes before, after).
+
+    DuckDB reuses freed blocks but does not wipe them, so content erased by a governance delete
+    can linger in the file's free space until it is overwritten. Compacting copies only live
+    data. It needs the file to itself: run it while no server holds the data directory.
+    """
+    if not path.exists():
+        raise NotFoundError(f"no database at {path}")
+    fresh = path.with_name(path.name + ".compact")
+    for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    store = Store(path)  # takes the lock (StoreLockedError if a server holds it) and migrates
+    before = path.stat().st_size
+    try:
+        conn = store._conn
+        conn.execute("CHECKPOINT")
+        name = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        conn.execute(f"ATTACH '{fresh}' AS compacted")
+        try:
+            conn.execute(f'COPY FROM DATABASE "{name}" TO compacted')
+        finally:
+            conn.execute("DETACH compacted")
+    except BaseException:
+        store.close()
+        fresh.unlink(missing_ok=True)
+        raise
+    store.close()
+    os.replace(fresh, path)
+    return before, path.stat().st_size
 
 
 class StoreSource:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import IO
 
@@ -91,14 +91,16 @@ def export_to(memory, out: IO[bytes]) -> int:  # type: ignore[no-untyped-def]
     return n - 1
 
 
-def _check(v: MemoryVersion, where: str) -> None:
-    if v.kind not in KINDS or v.tier not in TIERS or v.status not in STATUSES:
+def _check(v: MemoryVersion, where: str, kinds: Collection[str]) -> None:
+    if v.kind not in kinds or v.tier not in TIERS or v.status not in STATUSES:
         raise ValidationError(f"{where}: unknown kind, tier or status ({v.kind}, {v.tier}, {v.status})")
     if not v.content.strip() and v.status != "deleted":
         raise ValidationError(f"{where}: empty content")
 
 
-def parse_lines(lines: Iterable[bytes | str]) -> tuple[Header | None, list[VersionLine], list[LinkLine]]:
+def parse_lines(
+    lines: Iterable[bytes | str], kinds: Collection[str] = KINDS
+) -> tuple[Header | None, list[VersionLine], list[LinkLine]]:
     header: Header | None = None
     versions: list[VersionLine] = []
     links: list[LinkLine] = []
@@ -114,7 +116,7 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[Header | None, list[Versi
                 raise ValidationError(f"line {n}: not an {FORMAT} file of version <= {FORMAT_VERSION}")
             header = line
         elif isinstance(line, VersionLine):
-            _check(line.memory, f"line {n}")
+            _check(line.memory, f"line {n}", kinds)
             versions.append(line)
         else:
             if line.link.kind not in LINK_KINDS:
@@ -153,7 +155,7 @@ def import_lines(memory, lines: Iterable[bytes | str], *, trust_embeddings: bool
     are not admins) the file's vectors are ignored and the content is embedded here, so nobody can
     plant a vector that another project's identical text would later reuse.
     """
-    header, versions, links = parse_lines(lines)
+    header, versions, links = parse_lines(lines, memory.config.kinds)
     _check_graph(versions, links)
     ids = [v.memory.id for v in versions]
     store, embedder = memory.store, memory.embedder

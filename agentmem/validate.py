@@ -10,7 +10,7 @@ import msgspec
 
 from agentmem.config import Config
 from agentmem.errors import ValidationError
-from agentmem.kinds import KINDS, SOURCES, TIERS
+from agentmem.kinds import SOURCES, TIERS
 from agentmem.records import NewMemory, Triple
 
 
@@ -108,7 +108,7 @@ def new_memory(m: NewMemory, config: Config, now: datetime) -> NewMemory:
         m,
         content=content(m.content, config),
         project=project,
-        kind=choice(m.kind, KINDS, "kind"),
+        kind=choice(m.kind, config.kinds, "kind"),
         tier=choice(m.tier, TIERS, "tier"),
         title=content(m.title, config, "title") if m.title is not None else None,
         key=name(m.key, "key", config),

@@ -26,7 +26,7 @@ from agentmem.errors import (
 from api import metrics
 from api.auth import Authenticator, principal
 from api.deps import memory
-from api.routes import admin, memories, search, transfer
+from api.routes import admin, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
 from indexes.docs import IndexFailure
@@ -71,6 +71,32 @@ def _internal_error(request: Request, exc: Exception) -> Response[ErrorReply]:  
     return _error(500, "internal", "internal error: the request was not completed; see the server log")
 
 
+class Sweeper:
+    """Runs the archive sweep every `seconds` in a thread of its own, until stopped."""
+
+    def __init__(self, mem: Memory, seconds: float) -> None:
+        self.mem = mem
+        self.seconds = seconds
+        self.runs = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="agentmem-sweep", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.seconds):
+            try:
+                report = self.mem.sweep(actor="scheduler")
+                self.runs += 1
+                if report.archived or report.expired:
+                    log.info("sweep archived %d and expired %d memories", report.archived, report.expired)
+            except Exception:  # logged; the next run tries again
+                log.exception("scheduled sweep failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+
 def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any = None) -> Litestar:
     """The service. Pass `mem` to serve an open Memory (tests); otherwise one is opened on startup
     from `settings.data_dir` with `embedder` (default: the packaged MiniLM) and closed on shutdown."""
@@ -90,15 +116,22 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
         if app.state.memory is None:
             from indexes.embed import SentenceTransformerEmbedder
 
-            mem = Memory(settings.data_dir, embedder=embedder or SentenceTransformerEmbedder())
+            mem = Memory(
+                settings.data_dir, embedder=embedder or SentenceTransformerEmbedder(), config=settings.config()
+            )
             try:
                 mem.embedder.embed(["warm up"])  # load the model now, not on the first request (~10 s)
             except IndexFailure as exc:  # keep serving: writes and recalls answer 503 until it loads
                 log.error("the embedding model did not load: %s", exc)
             app.state.memory = mem
             log.info("agentmem serving %s", settings.data_dir)
+        if settings.sweep_every_minutes > 0:
+            app.state.sweeper = Sweeper(app.state.memory, settings.sweep_every_minutes * 60)
 
     def shutdown(app: Litestar) -> None:
+        sweeper = app.state.get("sweeper")
+        if sweeper is not None:
+            sweeper.stop()
         if owns and app.state.memory is not None:
             app.state.memory.close()  # flushes indexes and records the applied outbox seq
             app.state.memory = None
@@ -118,6 +151,12 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             memories.history,
             memories.revise,
             memories.list_memories,
+            lifecycle.retention,
+            lifecycle.sweep,
+            lifecycle.restore,
+            lifecycle.pin,
+            lifecycle.delete,
+            lifecycle.audit_log,
             search.recall,
             search.context,
             transfer.export,

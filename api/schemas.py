@@ -6,6 +6,7 @@ from datetime import datetime
 
 import msgspec
 
+from agentmem.audit import AuditEntry
 from agentmem.records import Hit, MemoryVersion, Triple
 
 
@@ -98,3 +99,38 @@ class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     message: str | None = None
+
+
+class SweepRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Archive what fell below the retention threshold and what expired; `dry_run` only reports."""
+
+    dry_run: bool = False
+    limit: int | None = None
+    projects: list[str] | None = None
+    threshold: float | None = None
+
+
+class RestoreRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    ttl_days: float | None = None
+
+
+class PinRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pinned: bool = True
+
+
+class DeleteRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A governance delete: by ids, by whole lineages, or by a filter; a reason is required."""
+
+    reason: str
+    ids: list[int] = []
+    lineages: list[int] = []
+    project: str | None = None
+    kinds: list[str] = []
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+    dry_run: bool = False
+
+
+class AuditPage(msgspec.Struct, frozen=True):
+    items: list[AuditEntry]
+    next_cursor: int | None

@@ -5,6 +5,15 @@ host = "127.0.0.1"
 port = 8420
 data_dir = "/var/lib/agentmem"
 max_body_bytes = 1048576
+sweep_every_minutes = 60                 # the archive sweep inside the server; 0 turns it off
+sweep_max = 10000                        # most memories one sweep archives
+
+[kinds.config]                           # override a kind's decay (or add a kind)
+half_life_days = 45                      # "never" for a kind that never decays
+start_confidence = 0.8
+
+[retention]                              # weights sum to 1; see agentmem/retention.py
+archive_below = 0.1
 
 [[tokens]]
 name = "ci-agent"
@@ -14,7 +23,7 @@ projects = ["shop"]                      # or ["*"] for every project
 ```
 
 Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_CONFIG (the file),
-AGENTMEM_MAX_BODY_BYTES, and AGENTMEM_TOKENS =
+AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, and AGENTMEM_TOKENS =
 "name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear).
 """
 
@@ -28,7 +37,10 @@ from pathlib import Path
 import msgspec
 
 from agentmem.cli import default_data_dir
+from agentmem.config import Config
 from agentmem.errors import ValidationError
+from agentmem.kinds import KindSpec, with_overrides
+from agentmem.retention import RetentionPolicy
 
 ROLES = ("read", "write", "admin")
 
@@ -42,13 +54,24 @@ class TokenSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     projects: list[str]
 
 
-class Settings(msgspec.Struct, frozen=True, kw_only=True):
+class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     host: str = "127.0.0.1"
     port: int = 8420
     data_dir: str = ""
     max_body_bytes: int = 1_048_576
     max_batch: int = 500
     tokens: list[TokenSpec] = []
+    sweep_every_minutes: float = 60.0  # the archive sweep inside the server; 0 turns it off
+    sweep_max: int = 10_000  # most memories one sweep archives
+    kinds: dict[str, KindSpec] = {}  # per-kind decay overrides (and new kinds)
+    retention: RetentionPolicy = RetentionPolicy()
+
+    def config(self) -> Config:
+        """The engine settings these server settings imply."""
+        try:
+            return Config(kinds=with_overrides(self.kinds), retention=self.retention, sweep_max=self.sweep_max)
+        except ValueError as exc:
+            raise ValidationError(f"config: {exc}") from None
 
 
 def hash_token(secret: str) -> str:
@@ -96,6 +119,7 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         ("AGENTMEM_PORT", "port", int),
         ("AGENTMEM_DATA_DIR", "data_dir", str),
         ("AGENTMEM_MAX_BODY_BYTES", "max_body_bytes", int),
+        ("AGENTMEM_SWEEP_EVERY_MINUTES", "sweep_every_minutes", float),
     ):
         if key in env:
             try:
@@ -110,8 +134,16 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         tokens.append(
             _token({"name": name, "token": secret, "role": role, "projects": projects.split(",")}, "AGENTMEM_TOKENS")
         )
+    kinds = raw.get("kinds")
+    if isinstance(kinds, dict):  # TOML has no null: half_life_days = "never" means the kind never decays
+        for spec in kinds.values():
+            if isinstance(spec, dict) and spec.get("half_life_days") == "never":
+                spec["half_life_days"] = None
     try:
         settings = msgspec.convert({**raw, "tokens": []}, Settings)
-    except msgspec.ValidationError as exc:
+    except (msgspec.ValidationError, ValueError) as exc:
         raise ValidationError(f"config: {exc}") from None
+    if not 0 <= settings.sweep_every_minutes <= 525_600:
+        raise ValidationError("config: sweep_every_minutes must be from 0 (off) to 525600")
+    settings.config()  # fail now, not at startup, on bad kinds or retention settings
     return msgspec.structs.replace(settings, tokens=tokens, data_dir=settings.data_dir or str(default_data_dir()))

@@ -223,8 +223,9 @@ def load_store(
     *,
     chunk: int,
     base_time: datetime,
+    make: Callable[[int, str, datetime], MemoryVersion] = version_for,
 ) -> tuple[Memory, dict[str, Any]]:
-    """A Memory at `path` holding `texts` as ids 1..N, loaded through import_lines in chunks."""
+    """A Memory at `path` holding `texts` as ids 1..N (versions from `make`), loaded through import_lines."""
     t0 = time.perf_counter()
     mem = Memory(path, embedder=embedder)
     encoder = msgspec.json.Encoder()
@@ -240,7 +241,7 @@ def load_store(
             lines = [header]
             for i in range(start, min(n, start + chunk)):
                 when = base_time - timedelta(minutes=n - i)  # one a minute, oldest first
-                line = VersionLine(version_for(i + 1, texts[i], when), vectors[i].tolist())
+                line = VersionLine(make(i + 1, texts[i], when), vectors[i].tolist())
                 lines.append(encoder.encode(line) + b"\n")
             ti = time.perf_counter()
             import_lines(mem, lines)

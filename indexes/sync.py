@@ -208,7 +208,12 @@ class IndexSet:
                     if ix.applied_seq >= last:
                         continue
                     mine = {e.memory_id for e in entries if e.seq > ix.applied_seq}
-                    ix.apply([d for d in docs if d.id in mine], [i for i in mine if i not in present], seq=last)
+                    upserts, deletes = [d for d in docs if d.id in mine], [i for i in mine if i not in present]
+                    if isinstance(ix, VectorIndex):
+                        scrub = [e.memory_id for e in entries if e.seq > ix.applied_seq and e.op == "purge"]
+                        ix.apply(upserts, deletes, seq=last, scrub=scrub)
+                    else:
+                        ix.apply(upserts, deletes, seq=last)
             if self.vectors.unsaved >= self.flush_every:
                 self.vectors.flush()
             self._prune()

@@ -104,11 +104,21 @@ class VectorIndex:
         self._group_size[code] -= 1
         self._live.discard(label)
 
-    def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int) -> None:
-        """Add or replace `upserts`, hide `deletes` from every later search, and note `seq`."""
+    def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int, *, scrub: Iterable[int] = ()) -> None:
+        """Add or replace `upserts`, hide `deletes` from every later search, and note `seq`.
+
+        Labels in `scrub` (erased content) also have their stored vector overwritten with noise,
+        live or long deleted, so that neither memory nor the next saved file still holds it.
+        """
         deletes = list(deletes)
         with self._lock:
             try:
+                scrub = list(scrub)
+                if scrub:
+                    held = set(self._hnsw.get_ids_list())  # deleted labels included
+                    for label in scrub:
+                        if label in held:
+                            self._scrub(label)
                 for label in deletes:
                     if label in self._live:
                         self._hnsw.mark_deleted(label)
@@ -136,6 +146,16 @@ class VectorIndex:
                 raise IndexFailure(f"vector write failed: {exc}") from exc
             self.applied_seq = max(self.applied_seq, seq)
             self.unsaved += len(upserts) + len(deletes)
+
+    def _scrub(self, label: int) -> None:
+        noise = np.random.default_rng(label).standard_normal(self.dim).astype(np.float32)
+        noise /= np.linalg.norm(noise)
+        # add_items on a held label overwrites its vector (and unmarks it); it is deleted again below
+        self._hnsw.add_items(noise.reshape(1, -1), np.array([label], dtype=np.uint64))
+        self._hnsw.mark_deleted(label)
+        if label in self._live:
+            self._forget(label)
+        self.unsaved += 1
 
     def search(self, vector: np.ndarray, k: int, *, project: str | None = None) -> list[tuple[int, float]]:
         """Top `k` (id, cosine similarity), within one project when `project` is given."""

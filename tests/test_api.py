@@ -281,6 +281,11 @@ ROUTES: list[tuple[str, str, Any, str | None, int]] = [
     ("POST", "/v1/rebuild", None, "admin", 403),
     ("GET", "/v1/rebuild", None, "admin", 403),
     ("GET", "/metrics", None, "read", 200),
+    ("GET", "/v1/memories/1/retention", None, "read", 404),
+    ("POST", "/v1/memories/1/pin", {"pinned": True}, "write", 404),
+    ("POST", "/v1/sweep", {"dry_run": True}, "admin", 403),
+    ("POST", "/v1/delete", {"reason": "matrix", "project": "shop", "dry_run": True}, "admin", 403),
+    ("GET", "/v1/audit?project=shop", None, "read", 403),
 ]
 LEVEL = {"read": 0, "write": 1, "admin": 2}
 

@@ -75,3 +75,37 @@ def test_export_import_round_trip(run, tmp_path: Path, capsys) -> None:  # type:
 def test_bad_input_exits_non_zero_with_a_message(run, argv, code, message) -> None:  # type: ignore[no-untyped-def]
     got, out, err = run(*argv)
     assert got == code and message in err and out == ""
+
+
+def test_lifecycle_commands(run, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    run("remember", "Saw the build go red", "--project", "p", "--kind", "observation")
+    run("remember", "The team wiki lives on Confluence", "--project", "p")
+    code, out, _ = run("pin", "2")
+    assert code == 0 and out.startswith("pinned #2")
+    code, out, _ = run("retention", "1")
+    assert code == 0 and out.startswith("#1 ") and "retention" in out
+    code, out, _ = run("sweep", "--dry-run", "--threshold", "1")
+    assert code == 0 and out.startswith("would archive 1 faded") and "#1 archive" in out
+    code, out, _ = run("--json", "sweep", "--threshold", "1")
+    assert code == 0 and json.loads(out)["archived"] == 1
+    code, out, _ = run("archived")
+    assert code == 0 and "#1 v1 [archived]" in out and "#2" not in out
+    code, out, _ = run("restore", "1")
+    assert code == 0 and out.startswith("restored #1")
+    code, _, err = run("restore", "1")
+    assert code == 1 and "not archived" in err
+    code, _, err = run("delete", "--reason", "cleanup")
+    assert code == 2 and "name what to delete" in err
+    code, out, _ = run("delete", "--id", "1", "--reason", "cleanup", "--dry-run")
+    assert code == 0 and out.startswith("would delete 1 versions")
+    code, out, _ = run("delete", "--project", "p", "--kind", "observation", "--reason", "cleanup")
+    assert code == 0 and out.startswith("deleted 1 versions")
+    code, out, _ = run("audit", "--project", "p")
+    actions = [line.split()[2] for line in out.splitlines()]
+    assert code == 0 and actions == ["delete", "restore", "archive", "pin"]
+    code, _, err = run("audit", "--action", "nap")
+    assert code == 2 and "nap" in err
+    code, out, _ = run("compact")
+    assert code == 0 and out.startswith("compacted:")
+    with pytest.raises(SystemExit):
+        run("delete", "--id", "1")  # --reason is required

@@ -39,3 +39,24 @@ def test_failed_migration_rolls_back(tmp_path) -> None:  # type: ignore[no-untyp
         pass
     assert current_version(conn) == MIGRATIONS[-1][0]
     assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 't'").fetchone()[0] == 0
+
+
+def test_schema_1_directory_gains_the_lifecycle_columns(data_dir, embedder) -> None:  # type: ignore[no-untyped-def]
+    """A directory written by the first release (schema 1) opens, and its memories can be archived."""
+    data_dir.mkdir(parents=True)
+    conn = duckdb.connect(str(data_dir / "agentmem.duckdb"))
+    migrate(conn, MIGRATIONS[:1])
+    conn.execute(
+        "INSERT INTO memories (id, lineage_id, version, is_latest, status, content, tier, kind, project, source, "
+        "salience, confidence, reinforcements, accesses, pinned, created_at, valid_from, last_reinforced_at, "
+        "content_hash, norm_hash) VALUES (1, 1, 1, true, 'active', 'We use Postgres', 'semantic', 'fact', 'p', "
+        "'api', 0.5, 0.7, 0, 0, false, now(), now(), now(), 'h', 'n')"
+    )
+    conn.close()
+    with Memory(data_dir, embedder=embedder) as mem:
+        assert current_version(mem.store.cursor()) == MIGRATIONS[-1][0]
+        old = mem.get(1)
+        assert old.content == "We use Postgres" and old.archived_at is None and old.status_reason is None
+        assert mem.recall("Postgres", project="p")[0].memory.id == 1  # embedded on open, indexed
+        assert mem.sweep(threshold=1.0).archived == 1
+        assert mem.get(1).status == "archived" and mem.audit()[0][0].action == "archive"

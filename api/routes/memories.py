@@ -22,7 +22,8 @@ async def remember(data: JSONBody[NewMemory], who: Who, mem: Mem) -> Response[Re
     triple) or superseded an older version (with the old id, the reason and the similarity),
     and lists near duplicates that were left alone."""
     who.require("write")
-    result = await run(mem.remember, msgspec.structs.replace(data, project=who.project(data.project)))
+    item = msgspec.structs.replace(data, project=who.project(data.project))
+    result = await run(lambda: mem.remember(item, actor=who.name))
     return Response(result, status_code=201 if result.outcome != "reinforced" else 200)
 
 
@@ -74,7 +75,7 @@ def revise(memory_id: FromPath[int], data: JSONBody[ReviseRequest], who: Who, me
     changes = {
         k: v for k, v in msgspec.structs.asdict(data).items() if v is not None and k not in ("content", "reason")
     }
-    return mem.revise(memory_id, data.content, reason=data.reason, **changes)
+    return mem.revise(memory_id, data.content, reason=data.reason, actor=who.name, **changes)
 
 
 @get("/v1/memories", sync_to_thread=True, summary="List versions with filters and a cursor")

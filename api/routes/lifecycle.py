@@ -1,0 +1,107 @@
+"""Retention, the archive sweep, restore, pin, the governance delete and the audit log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from anyio.to_thread import run_sync as run
+from litestar import get, post
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+
+from agentmem.errors import NotFoundError
+from agentmem.lifecycle import DeleteReport, SweepReport
+from agentmem.records import MemoryVersion
+from agentmem.retention import Retention
+from api.deps import Mem, Who, visible
+from api.schemas import AuditPage, DeleteRequest, PinRequest, RestoreRequest, SweepRequest
+
+
+@get("/v1/memories/{memory_id:int}/retention", sync_to_thread=True, summary="Retention score and tier, now")
+def retention(memory_id: FromPath[int], who: Who, mem: Mem) -> Retention:
+    """hot / warm / cold / evictable, from decay by kind, salience and bounded recent access."""
+    visible(mem, who, memory_id)
+    return mem.retention(memory_id)
+
+
+@post("/v1/sweep", status_code=200, summary="Archive faded and expired memories (admin)")
+async def sweep(data: JSONBody[SweepRequest], who: Who, mem: Mem) -> SweepReport:
+    """Archives (never deletes) current memories below the retention threshold and those whose TTL
+    has passed, lowest retention first, at most `limit`; pinned memories are skipped. Each archived
+    memory gets an audit entry. `dry_run` reports without changing anything."""
+    who.require("admin")
+    projects = who.scope(data.projects)
+    return await run(
+        lambda: mem.sweep(
+            dry_run=data.dry_run, limit=data.limit, projects=projects, threshold=data.threshold, actor=who.name
+        )
+    )
+
+
+@post("/v1/memories/{memory_id:int}/restore", status_code=200, summary="Restore an archived or expired memory")
+async def restore(memory_id: FromPath[int], data: JSONBody[RestoreRequest], who: Who, mem: Mem) -> MemoryVersion:
+    """Puts it back into recall and both indexes; its decay clock restarts. 409 if it is not
+    archived, or if a newer current memory now holds its key or triple slot."""
+    who.require("write")
+    await run(visible, mem, who, memory_id)
+    return await run(lambda: mem.restore(memory_id, actor=who.name, ttl_days=data.ttl_days))
+
+
+@post("/v1/memories/{memory_id:int}/pin", status_code=200, summary="Pin or unpin a memory")
+async def pin(memory_id: FromPath[int], data: JSONBody[PinRequest], who: Who, mem: Mem) -> MemoryVersion:
+    """A pinned memory is never archived by the sweep."""
+    who.require("write")
+    await run(visible, mem, who, memory_id)
+    return await run(lambda: mem.pin(memory_id, data.pinned, actor=who.name))
+
+
+@post("/v1/delete", status_code=200, summary="Governance delete: the one hard delete (admin)")
+async def delete(data: JSONBody[DeleteRequest], who: Who, mem: Mem) -> DeleteReport:
+    """Erases content, title, key, triple and vector of the chosen versions from DuckDB and both
+    indexes, leaving tombstones and one audit record (who, when, why, how many). Choose by `ids`,
+    by `lineages` (any id of each), or by a filter of `project`, `kinds` and a created date range;
+    `reason` is required; `dry_run` reports what would go."""
+    who.require("admin")
+    scope = None if who.all_projects else list(who.projects)
+    if data.project is not None and not who.allows(data.project):
+        raise NotFoundError(f"no project {data.project!r} among those this token may change")
+    return await run(
+        lambda: mem.delete(
+            reason=data.reason,
+            ids=data.ids,
+            lineages=data.lineages,
+            project=data.project,
+            kinds=data.kinds,
+            created_from=data.created_from,
+            created_to=data.created_to,
+            scope=scope,
+            dry_run=data.dry_run,
+            actor=who.name,
+        )
+    )
+
+
+@get("/v1/audit", sync_to_thread=True, summary="The audit log, newest first")
+def audit_log(
+    who: Who,
+    mem: Mem,
+    project: Annotated[list[str] | None, QueryParameter(description="repeat for several")] = None,
+    action: FromQuery[list[str] | None] = None,
+    since: FromQuery[datetime | None] = None,
+    until: FromQuery[datetime | None] = None,
+    memory_id: Annotated[int | None, QueryParameter(description="entries of this memory's lineage", ge=1)] = None,
+    cursor: Annotated[int | None, QueryParameter(description="next_cursor of the previous page", ge=1)] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
+) -> AuditPage:
+    """Supersessions, archives, expiries, restores, pins, deletes and rebuilds. Entries that span
+    projects (rebuilds, deletes over several projects) are shown to all-projects tokens only."""
+    items, nxt = mem.audit(
+        projects=who.scope(project),
+        actions=action or (),
+        since=since,
+        until=until,
+        memory_id=memory_id,
+        before_id=cursor,
+        limit=limit,
+    )
+    return AuditPage(items=items, next_cursor=nxt)
