@@ -108,6 +108,14 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     u.add_argument("--memory", type=int, help="entries of this memory's lineage")
     u.add_argument("--limit", type=int, default=50)
     sub.add_parser("compact", help="rewrite the database file so erased content leaves the disk (offline)")
+    es = sub.add_parser("end-session", help="a session is over: its observations become one episodic memory")
+    es.add_argument("session")
+    es.add_argument("--project", default=os.environ.get("AGENTMEM_PROJECT", "default"))
+    co = sub.add_parser("consolidate", help="run episodic, semantic and procedural consolidation")
+    co.add_argument("--project", action="append", help="only these projects (default: all)")
+    co.add_argument("--pass", dest="passes", action="append", choices=["episodic", "semantic", "procedural"])
+    pv = sub.add_parser("provenance", help="the evidence a memory came from, and what was built on it")
+    pv.add_argument("id", type=int)
     return p, sub
 
 
@@ -255,6 +263,24 @@ def _lifecycle(args: argparse.Namespace, mem: Any) -> None:
         r = mem.delete(reason=args.reason, dry_run=args.dry_run, **how)
         verb = "would delete" if r.dry_run else "deleted"
         _out(args, r, f"{verb} {r.versions} versions in {r.lineages} lineages: {r.ids}")
+    elif cmd == "end-session":
+        e = mem.end_session(args.session, project=args.project)
+        _out(args, e, f"{e.outcome}: {_line(e.memory)}" if e.memory else e.outcome)
+    elif cmd == "consolidate":
+        reports = mem.consolidate(args.project, passes=args.passes or ("episodic", "semantic", "procedural"))
+        text = []
+        for r in reports:
+            for name in ("episodic", "semantic", "procedural"):
+                c = getattr(r, name)
+                archived = f", {c.children_archived} children archived" if c.children_archived else ""
+                text.append(f"{r.project} {name}: {c.created} created, {c.reinforced} reinforced, "
+                            f"{c.unchanged} unchanged, {c.skipped} skipped, {c.failed} failed{archived}")  # fmt: skip
+        _out(args, reports, "\n".join(text) or "nothing to consolidate")
+    elif cmd == "provenance":
+        p = mem.provenance(args.id)
+        lines = [f"#{p.memory_id} from {len(p.evidence)} pieces of evidence in sessions {', '.join(p.sessions) or '-'}"]
+        lines += [f"  <- {_line(m)}" for m in p.evidence] + [f"  -> {_line(m)}" for m in p.derived]
+        _out(args, p, "\n".join(lines))
     elif cmd == "audit":
         entries, _ = mem.audit(projects=args.project, actions=args.action, since=args.since, until=args.until,
                                memory_id=args.memory, limit=args.limit)  # fmt: skip

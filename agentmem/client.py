@@ -11,11 +11,13 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 import msgspec
 
 from agentmem.audit import AuditEntry
+from agentmem.consolidate import ConsolidationReport, EpisodeResult, Provenance
 from agentmem.errors import (
     AccessDeniedError,
     AgentMemError,
@@ -202,6 +204,21 @@ class Client:
         params.append(("limit", limit))
         page = self._call("GET", "/v1/audit", _AuditPage, params=params)
         return page.items, page.next_cursor
+
+    # -- consolidation --------------------------------------------------------
+
+    def end_session(self, session: str, *, project: str | None = None) -> EpisodeResult:
+        path = f"/v1/sessions/{quote(session, safe='')}/end"
+        return self._call("POST", path, EpisodeResult, json={"project": project})  # type: ignore[no-any-return]
+
+    def consolidate(
+        self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = ("episodic", "semantic", "procedural")
+    ) -> list[ConsolidationReport]:
+        body = {"projects": list(projects) if projects else None, "passes": list(passes)}
+        return self._call("POST", "/v1/consolidate", list[ConsolidationReport], json=body)  # type: ignore[no-any-return]
+
+    def provenance(self, memory_id: int) -> Provenance:
+        return self._call("GET", f"/v1/memories/{int(memory_id)}/provenance", Provenance)  # type: ignore[no-any-return]
 
     def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
         params: list[tuple[str, str | int | float | bool | None]] = [("project", p) for p in projects or ()]

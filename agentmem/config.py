@@ -5,9 +5,31 @@ from __future__ import annotations
 import msgspec
 
 from agentmem.kinds import KINDS, KindSpec
+from agentmem.provider import ProviderConfig
 from agentmem.ranking import Weights
 from agentmem.retention import RetentionPolicy
 from agentmem.supersede import Thresholds
+
+
+class ConsolidationSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Thresholds of the three passes."""
+
+    min_sessions: int = 2  # distinct sessions that must support a semantic memory or a procedure
+    similarity: float = 0.8  # cosine at which two pieces of evidence say the same thing
+    archive_after: int = 2  # reinforcements of a semantic memory after which its children are archived
+    min_steps: int = 3
+    max_steps: int = 6
+    max_pool: int = 10_000  # most recent current evidence clustered in one semantic pass
+
+    def __post_init__(self) -> None:
+        if self.min_sessions < 1 or self.archive_after < 1:
+            raise ValueError("min_sessions and archive_after must be at least 1")
+        if not 0.0 < self.similarity <= 1.0:
+            raise ValueError("similarity must be in (0, 1]")
+        if not 2 <= self.min_steps <= self.max_steps <= 20:
+            raise ValueError("steps need 2 <= min_steps <= max_steps <= 20")
+        if self.max_pool < 2:
+            raise ValueError("max_pool must be at least 2")
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True):
@@ -18,6 +40,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     kinds: dict[str, KindSpec] = msgspec.field(default_factory=lambda: dict(KINDS))
     retention: RetentionPolicy = RetentionPolicy()
     sweep_max: int = 10_000  # most memories one sweep archives (lowest retention first)
+    consolidation: ConsolidationSettings = ConsolidationSettings()
+    provider: ProviderConfig | None = None  # an OpenAI-compatible endpoint that words abstractions
     purge_index_files: bool = True  # after a governance delete, rebuild BM25 so no segment keeps the text
     max_content_chars: int = 32_000
     max_name_chars: int = 200

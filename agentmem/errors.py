@@ -71,3 +71,9 @@ class ServiceUnavailableError(AgentMemError):
     """The agentmem service could not be reached, timed out, or failed."""
 
     code = "unavailable"
+
+
+class ProviderError(AgentMemError):
+    """The optional text provider gave no usable reply (timeout, HTTP error, prose, bad JSON, wrong fields)."""
+
+    code = "provider_failed"

@@ -125,20 +125,33 @@ def sweep(
 
 
 def _archive(mem: Memory, chosen: list[Pick], threshold: float, now: datetime, actor: str) -> None:
-    expired = [m.id for _, _, m, score in chosen if score is None]
-    faded = [m.id for _, _, m, score in chosen if score is not None]
-    entries = [
-        AuditEntry.of(m, "expire", actor, now, f"expired at {m.expires_at}")
-        if score is None
-        else AuditEntry.of(m, "archive", actor, now, f"retention {score:.4f} below {threshold}")
-        for _, _, m, score in chosen
-    ]
+    retire(
+        mem,
+        [(m, "expired", "ttl") if score is None else (m, "archived", "retention") for _, _, m, score in chosen],
+        [
+            AuditEntry.of(m, "expire", actor, now, f"expired at {m.expires_at}")
+            if score is None
+            else AuditEntry.of(m, "archive", actor, now, f"retention {score:.4f} below {threshold}")
+            for _, _, m, score in chosen
+        ],
+        now,
+    )
+
+
+def retire(
+    mem: Memory, victims: Sequence[tuple[MemoryVersion, str, str]], entries: Sequence[AuditEntry], now: datetime
+) -> None:
+    """Move current versions to (status, status_reason), e.g. ("archived", "retention"), in one
+    transaction with their audit entries; both indexes drop them. The caller holds the write lock."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for m, status, reason in victims:
+        groups.setdefault((status, reason), []).append(m.id)
     with mem.store.transaction() as tx:
-        for ids, status, reason in ((expired, "expired", "ttl"), (faded, "archived", "retention")):
+        for (status, reason), ids in groups.items():
             mem.store.update_many(tx, ids, status=status, archived_at=now, status_reason=reason)
-        mem.store.enqueue(tx, [("delete", m.id) for _, _, m, _ in chosen], now)
-        audit.write(tx, entries)
-    for _, _, m, _ in chosen:
+        mem.store.enqueue(tx, [("delete", m.id) for m, _, _ in victims], now)
+        audit.write(tx, list(entries))
+    for m, _, _ in victims:
         mem.live.drop(m.id)
     mem._sync()
 

@@ -20,12 +20,14 @@ import msgspec
 import numpy as np
 
 from agentmem import audit, lifecycle, validate
+from agentmem import consolidate as consolidation
 from agentmem.audit import AuditEntry
 from agentmem.config import Config
 from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.live import LiveSet
 from agentmem.migrations import LATEST
+from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, sql_filters
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
 from agentmem.retention import Retention, retention
@@ -82,6 +84,7 @@ class Memory:
                 flush_every=self.config.vector_flush_every,
                 lock=self._write,
             )
+            self.provider = Provider(self.config.provider, self.store, self._write) if self.config.provider else None
             if self.indexes.rebuilt:
                 self._audit_rebuild(list(self.indexes.rebuilt), "startup", "index missing or damaged on open", True)
         except BaseException:
@@ -106,6 +109,8 @@ class Memory:
             self._flush_access()
             try:
                 self.indexes.close()
+                if self.provider is not None:
+                    self.provider.close()
             finally:
                 self.store.close()
 
@@ -628,6 +633,26 @@ class Memory:
             before_id=before_id,
             limit=limit,
         )
+
+    def consolidate(
+        self,
+        projects: Sequence[str] | None = None,
+        *,
+        passes: Sequence[str] = consolidation.PASSES,
+        actor: str = "local",
+    ) -> list[consolidation.ConsolidationReport]:
+        """Episodic, semantic and procedural consolidation over each project (see agentmem.consolidate)."""
+        return consolidation.run(self, projects, passes=passes, actor=actor)
+
+    def end_session(self, session: str, *, project: str, actor: str = "local") -> consolidation.EpisodeResult:
+        """A session is over: its observations become one episodic memory (or update it)."""
+        session = validate.name(session, "session", self.config, required=True)  # type: ignore[assignment]
+        project = validate.name(project, "project", self.config, required=True)  # type: ignore[assignment]
+        return consolidation.episode(self, project, session, actor=actor)
+
+    def provenance(self, memory_id: int) -> consolidation.Provenance:
+        """The evidence a memory was built from (with their sessions), and the memories built on it."""
+        return consolidation.provenance(self, memory_id)
 
     @staticmethod
     def compact(path: str | Path) -> tuple[int, int]:

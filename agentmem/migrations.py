@@ -98,6 +98,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "INSERT INTO counters VALUES ('audit_seq', 0)",
         ],
     ),
+    (
+        3,
+        "m003_provider_cache",
+        [
+            """CREATE TABLE provider_cache (
+                prompt_hash VARCHAR PRIMARY KEY,
+                model VARCHAR NOT NULL,
+                reply VARCHAR NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL
+            )""",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -242,6 +242,37 @@ class Store:
         )
         return row is not None
 
+    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """Stored embeddings by content hash (hashes with none for `model` are left out)."""
+        if not hashes:
+            return {}
+        cur = self.new_cursor()  # a relation of its own: the thread's cursor may hold an unfinished result
+        try:
+            table = cur.sql(
+                "SELECT content_hash, vector FROM embeddings WHERE model = $1 AND content_hash IN "
+                "(SELECT unnest($2::VARCHAR[]))",
+                params=[model, list(dict.fromkeys(hashes))],
+            ).to_arrow_table()
+        finally:
+            cur.close()
+        if not table.num_rows:
+            return {}
+        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = flat.reshape(table.num_rows, -1).astype(np.float32, copy=False)
+        return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
+
+    def derived_from(self, memory_id: int) -> list[MemoryVersion]:
+        """The versions `memory_id` was derived from (its evidence), oldest first."""
+        return self.where(
+            "id IN (SELECT dst_id FROM links WHERE src_id = ? AND kind = 'derived_from')", [memory_id], order="id"
+        )
+
+    def built_on(self, memory_id: int) -> list[MemoryVersion]:
+        """The versions derived from `memory_id`."""
+        return self.where(
+            "id IN (SELECT src_id FROM links WHERE dst_id = ? AND kind = 'derived_from')", [memory_id], order="id"
+        )
+
     def links(self, memory_id: int) -> list[Link]:
         rows = (
             self.cursor()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Litestar, MediaType, Request, Response
@@ -26,7 +27,7 @@ from agentmem.errors import (
 from api import metrics
 from api.auth import Authenticator, principal
 from api.deps import memory
-from api.routes import admin, lifecycle, memories, search, transfer
+from api.routes import admin, consolidation, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
 from indexes.docs import IndexFailure
@@ -71,26 +72,25 @@ def _internal_error(request: Request, exc: Exception) -> Response[ErrorReply]:  
     return _error(500, "internal", "internal error: the request was not completed; see the server log")
 
 
-class Sweeper:
-    """Runs the archive sweep every `seconds` in a thread of its own, until stopped."""
+class Every:
+    """Runs `job` every `seconds` in a thread of its own, until stopped; failures are logged."""
 
-    def __init__(self, mem: Memory, seconds: float) -> None:
-        self.mem = mem
+    def __init__(self, name: str, seconds: float, job: Callable[[], object]) -> None:
+        self.name = name
         self.seconds = seconds
+        self.job = job
         self.runs = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="agentmem-sweep", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=f"agentmem-{name}", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.seconds):
             try:
-                report = self.mem.sweep(actor="scheduler")
+                self.job()
                 self.runs += 1
-                if report.archived or report.expired:
-                    log.info("sweep archived %d and expired %d memories", report.archived, report.expired)
             except Exception:  # logged; the next run tries again
-                log.exception("scheduled sweep failed")
+                log.exception("scheduled %s failed", self.name)
 
     def stop(self) -> None:
         self._stop.set()
@@ -125,13 +125,16 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
                 log.error("the embedding model did not load: %s", exc)
             app.state.memory = mem
             log.info("agentmem serving %s", settings.data_dir)
-        if settings.sweep_every_minutes > 0:
-            app.state.sweeper = Sweeper(app.state.memory, settings.sweep_every_minutes * 60)
+        mem = app.state.memory
+        jobs: list[tuple[str, float, Callable[[], object]]] = [
+            ("sweep", settings.sweep_every_minutes, lambda: mem.sweep(actor="scheduler")),
+            ("consolidation", settings.consolidate_every_minutes, lambda: mem.consolidate(actor="scheduler")),
+        ]
+        app.state.schedules = [Every(name, minutes * 60, job) for name, minutes, job in jobs if minutes > 0]
 
     def shutdown(app: Litestar) -> None:
-        sweeper = app.state.get("sweeper")
-        if sweeper is not None:
-            sweeper.stop()
+        for job in app.state.get("schedules", []):
+            job.stop()
         if owns and app.state.memory is not None:
             app.state.memory.close()  # flushes indexes and records the applied outbox seq
             app.state.memory = None
@@ -157,6 +160,9 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             lifecycle.pin,
             lifecycle.delete,
             lifecycle.audit_log,
+            consolidation.end_session,
+            consolidation.consolidate,
+            consolidation.provenance,
             search.recall,
             search.context,
             transfer.export,

@@ -134,3 +134,14 @@ class DeleteRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 class AuditPage(msgspec.Struct, frozen=True):
     items: list[AuditEntry]
     next_cursor: int | None
+
+
+class ConsolidateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Which projects (default: the token's) and passes (default: all three) to run."""
+
+    projects: list[str] | None = None
+    passes: list[str] = msgspec.field(default_factory=lambda: ["episodic", "semantic", "procedural"])
+
+
+class EndSessionRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    project: str | None = None

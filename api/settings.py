@@ -15,6 +15,15 @@ start_confidence = 0.8
 [retention]                              # weights sum to 1; see agentmem/retention.py
 archive_below = 0.1
 
+consolidate_every_minutes = 60           # consolidation inside the server; 0 turns it off
+[consolidation]
+min_sessions = 2
+
+[provider]                               # optional: words episodes and semantic memories
+base_url = "http://127.0.0.1:8080/v1"    # OpenAI-compatible, e.g. a local model server
+model = "qwen2.5-7b-instruct"
+api_key_env = "LOCAL_LLM_KEY"            # the key is read from this variable, never stored
+
 [[tokens]]
 name = "ci-agent"
 sha256 = "<hex sha256 of the secret>"   # or `token = "<secret>"`, hashed on load
@@ -23,7 +32,7 @@ projects = ["shop"]                      # or ["*"] for every project
 ```
 
 Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_CONFIG (the file),
-AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, and AGENTMEM_TOKENS =
+AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, and AGENTMEM_TOKENS =
 "name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear).
 """
 
@@ -37,9 +46,10 @@ from pathlib import Path
 import msgspec
 
 from agentmem.cli import default_data_dir
-from agentmem.config import Config
+from agentmem.config import Config, ConsolidationSettings
 from agentmem.errors import ValidationError
 from agentmem.kinds import KindSpec, with_overrides
+from agentmem.provider import ProviderConfig
 from agentmem.retention import RetentionPolicy
 
 ROLES = ("read", "write", "admin")
@@ -65,11 +75,20 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     sweep_max: int = 10_000  # most memories one sweep archives
     kinds: dict[str, KindSpec] = {}  # per-kind decay overrides (and new kinds)
     retention: RetentionPolicy = RetentionPolicy()
+    consolidate_every_minutes: float = 60.0  # consolidation inside the server; 0 turns it off
+    consolidation: ConsolidationSettings = ConsolidationSettings()
+    provider: ProviderConfig | None = None  # an OpenAI-compatible endpoint that words abstractions
 
     def config(self) -> Config:
         """The engine settings these server settings imply."""
         try:
-            return Config(kinds=with_overrides(self.kinds), retention=self.retention, sweep_max=self.sweep_max)
+            return Config(
+                kinds=with_overrides(self.kinds),
+                retention=self.retention,
+                sweep_max=self.sweep_max,
+                consolidation=self.consolidation,
+                provider=self.provider,
+            )
         except ValueError as exc:
             raise ValidationError(f"config: {exc}") from None
 
@@ -120,6 +139,7 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         ("AGENTMEM_DATA_DIR", "data_dir", str),
         ("AGENTMEM_MAX_BODY_BYTES", "max_body_bytes", int),
         ("AGENTMEM_SWEEP_EVERY_MINUTES", "sweep_every_minutes", float),
+        ("AGENTMEM_CONSOLIDATE_EVERY_MINUTES", "consolidate_every_minutes", float),
     ):
         if key in env:
             try:
@@ -143,7 +163,8 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         settings = msgspec.convert({**raw, "tokens": []}, Settings)
     except (msgspec.ValidationError, ValueError) as exc:
         raise ValidationError(f"config: {exc}") from None
-    if not 0 <= settings.sweep_every_minutes <= 525_600:
-        raise ValidationError("config: sweep_every_minutes must be from 0 (off) to 525600")
+    for name in ("sweep_every_minutes", "consolidate_every_minutes"):
+        if not 0 <= getattr(settings, name) <= 525_600:
+            raise ValidationError(f"config: {name} must be from 0 (off) to 525600")
     settings.config()  # fail now, not at startup, on bad kinds or retention settings
     return msgspec.structs.replace(settings, tokens=tokens, data_dir=settings.data_dir or str(default_data_dir()))

@@ -286,6 +286,9 @@ ROUTES: list[tuple[str, str, Any, str | None, int]] = [
     ("POST", "/v1/sweep", {"dry_run": True}, "admin", 403),
     ("POST", "/v1/delete", {"reason": "matrix", "project": "shop", "dry_run": True}, "admin", 403),
     ("GET", "/v1/audit?project=shop", None, "read", 403),
+    ("GET", "/v1/memories/1/provenance", None, "read", 404),
+    ("POST", "/v1/consolidate", {"projects": ["shop"]}, "write", 403),
+    ("POST", "/v1/sessions/matrix/end", {"project": "shop"}, "write", 403),
 ]
 LEVEL = {"read": 0, "write": 1, "admin": 2}
 
@@ -294,6 +297,8 @@ LEVEL = {"read": 0, "write": 1, "admin": 2}
 @pytest.mark.parametrize(("method", "path", "body", "least", "wrong"), ROUTES, ids=[f"{r[0]} {r[1]}" for r in ROUTES])
 def test_auth_matrix(client, method, path, body, least, wrong, who) -> None:  # type: ignore[no-untyped-def]
     remember(client, "seed memory for the matrix")
+    obs = {"observations": [{"content": "seen in the matrix session", "session": "matrix"}]}
+    assert client.post("/v1/observations", json=obs, headers=auth("write")).status_code == 201
     if least is None:
         expected = 200
     elif who is None:

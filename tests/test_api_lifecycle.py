@@ -137,3 +137,25 @@ def test_settings_for_kinds_and_retention(tmp_path) -> None:  # type: ignore[no-
         path.write_text(bad)
         with pytest.raises(ValidationError):
             load(path, env={})
+
+
+def test_consolidation_over_http(client: TestClient, memory: Memory) -> None:  # type: ignore[type-arg]
+    for session in ("s1", "s2"):
+        body = {"observations": [{"content": "The upload test is flaky on the CI runner", "session": session}]}
+        ok(client.post("/v1/observations", json=body, headers=auth("write")), 201)
+    ep = ok(client.post("/v1/sessions/s1/end", json={}, headers=auth("write")))
+    assert ep["outcome"] == "created" and ep["memory"]["tier"] == "episodic"
+    missing = client.post("/v1/sessions/nope/end", json={}, headers=auth("write"))
+    assert missing.status_code == 404 and "nope" in missing.json()["error"]["message"]
+    (report,) = ok(client.post("/v1/consolidate", json={"passes": ["semantic"]}, headers=auth("write")))
+    assert report["project"] == "shop" and report["semantic"]["created"] == 1
+    sem = report["memory_ids"][0]
+    prov = ok(client.get(f"/v1/memories/{sem}/provenance", headers=auth("read")))
+    assert prov["sessions"] == ["s1", "s2"] and len(prov["evidence"]) == 2
+    query = {"query": "flaky upload test", "tiers": ["semantic"]}
+    hits = ok(client.post("/v1/recall", json=query, headers=auth("read")))
+    assert [h["memory"]["id"] for h in hits["hits"]] == [sem]
+    bad = client.post("/v1/consolidate", json={"passes": ["dreaming"]}, headers=auth("write"))
+    assert bad.status_code == 400 and "dreaming" in bad.json()["error"]["message"]
+    assert client.post("/v1/consolidate", json={"projects": ["other"]}, headers=auth("write")).status_code == 403
+    assert client.get(f"/v1/memories/{sem}/provenance", headers=auth("wrong")).status_code == 404

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmem import Memory
+from agentmem import Memory, NewMemory
 from agentmem.cli import main
 from fakes import FakeEmbedder
 
@@ -109,3 +109,18 @@ def test_lifecycle_commands(run, data_dir: Path) -> None:  # type: ignore[no-unt
     assert code == 0 and out.startswith("compacted:")
     with pytest.raises(SystemExit):
         run("delete", "--id", "1")  # --reason is required
+
+
+def test_consolidation_commands(run, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    with Memory(data_dir, embedder=FakeEmbedder()) as mem:
+        for session in ("s1", "s2"):
+            mem.observe([NewMemory(content="The upload test is flaky on CI", project="p", kind="observation",
+                                   tier="working", session=session)])  # fmt: skip
+    code, out, _ = run("end-session", "s1", "--project", "p")
+    assert code == 0 and out.startswith("created: #3")
+    code, _, err = run("end-session", "zzz", "--project", "p")
+    assert code == 3 and "zzz" in err
+    code, out, _ = run("consolidate", "--pass", "semantic")
+    assert code == 0 and "p semantic: 1 created" in out
+    code, out, _ = run("provenance", "4")
+    assert code == 0 and "sessions s1, s2" in out and out.count("<-") == 2

@@ -1,0 +1,504 @@
+"""Consolidation: observations become episodes, recurring evidence becomes semantic memories,
+recurring steps become procedures, each linked to the evidence it came from.
+
+- **Episodic**: a session's raw observations (tier `working`) become one `event` in tier
+  `episodic` (`source_ref` "session:<id>"): the time span, the concepts, files and tools
+  involved and the most central observations. New observations later give it a new version.
+- **Semantic**: current observations and episodes of one project are clustered by embedding
+  cosine (and kept apart when their triples name different subjects). A cluster supported by
+  at least `min_sessions` distinct sessions becomes one memory in tier `semantic`, written
+  through `remember()`, so it takes part in supersession like any other. Each later run that
+  finds current evidence for it (its children, or new evidence, which it links) reinforces it
+  instead of making a duplicate; once it has been reinforced `archive_after` times its children
+  are archived (never deleted) and the abstraction stands in for them. With no current
+  evidence left, a run leaves it alone.
+- **Procedural**: observations that carry a tool or action (their `title`) form, per session,
+  an ordered list of steps. Contiguous runs of `min_steps` or more steps seen in at least
+  `min_sessions` sessions become a `procedure` (tier `procedural`, key "procedure:<steps>")
+  with its trigger (the first step), its steps and how often it was seen; seen in more
+  sessions later, it gets a new version with a higher frequency and confidence.
+
+With no provider the text of an abstraction is built from its evidence alone, so the same
+input always gives the same output. With a provider (agentmem.provider) the episode and
+semantic texts are worded by it; a failed reply skips that piece and is counted.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+import numpy as np
+
+from agentmem import audit, lifecycle
+from agentmem.audit import AuditEntry
+from agentmem.errors import NotFoundError, ProviderError, ValidationError
+from agentmem.records import MemoryVersion, NewMemory
+from agentmem.supersede import NEVER_SUPERSEDED
+from agentmem.text import normalise
+
+if TYPE_CHECKING:
+    from agentmem.memory import Memory
+
+PASSES = ("episodic", "semantic", "procedural")
+EPISODE_PREFIX = "session:"
+PROCEDURE_PREFIX = "procedure:"
+RAW = "tier = 'working' AND kind IN ('observation', 'event')"
+_FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|c|h|cc|cpp|hpp|cs|"
+                   r"php|sh|sql|md|rst|txt|toml|yaml|yml|json|ini|cfg|html|css))(?![\w/])")  # fmt: skip
+_STOP = frozenset(
+    "about after again also been before being between both could does doing done during each from have having "
+    "into just more most only other over same should some such than that their them then there these they this "
+    "those through under until very were what when where which while will with would your".split()
+)
+
+
+class PassCounts(msgspec.Struct, kw_only=True):
+    created: int = 0
+    reinforced: int = 0  # semantic: reinforced; episodic and procedural: a new version
+    unchanged: int = 0
+    skipped: int = 0  # semantic: clusters with too few sessions
+    failed: int = 0  # the provider gave no usable text
+    children_archived: int = 0
+
+
+class ConsolidationReport(msgspec.Struct, kw_only=True):
+    """What one run did in one project; also recorded in the audit log."""
+
+    project: str
+    episodic: PassCounts
+    semantic: PassCounts
+    procedural: PassCounts
+    memory_ids: list[int]  # memories created or renewed by this run
+    took_ms: float = 0.0
+
+
+class EpisodeResult(msgspec.Struct, frozen=True, kw_only=True):
+    outcome: Literal["created", "updated", "unchanged", "failed"]
+    memory: MemoryVersion | None
+
+
+# -- the run ---------------------------------------------------------------------------
+
+
+def run(
+    mem: Memory, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
+) -> list[ConsolidationReport]:
+    """Run the passes over each project (default: every project with current memories)."""
+    for p in passes:
+        if p not in PASSES:
+            raise ValidationError(f"unknown pass {p!r}: choose from {', '.join(PASSES)}")
+    if projects is None:
+        projects = sorted({m.project for m in mem.live.values()})
+    reports = []
+    for project in projects:
+        started = time.perf_counter()
+        report = ConsolidationReport(
+            project=project, episodic=PassCounts(), semantic=PassCounts(), procedural=PassCounts(), memory_ids=[]
+        )
+        if "episodic" in passes:
+            for session in _open_sessions(mem, project):
+                result = episode(mem, project, session, actor=actor)
+                _count(report.episodic, result.outcome, report.memory_ids, result.memory)
+        if "semantic" in passes:
+            _semantic(mem, project, report, actor)
+        if "procedural" in passes:
+            _procedural(mem, project, report, actor)
+        report.took_ms = round((time.perf_counter() - started) * 1000, 3)
+        counts = {p: msgspec.to_builtins(getattr(report, p)) for p in passes}
+        entry = AuditEntry(
+            created_at=mem.clock(),
+            action="consolidate",
+            actor=actor,
+            project=project,
+            affected=len(report.memory_ids),
+            details={**counts, "memory_ids": report.memory_ids[:1000]},
+        )
+        with mem._write, mem.store.transaction() as tx:
+            audit.write(tx, [entry])
+        reports.append(report)
+    return reports
+
+
+def _count(counts: PassCounts, outcome: str, ids: list[int], m: MemoryVersion | None) -> None:
+    if outcome == "created":
+        counts.created += 1
+    elif outcome in ("updated", "reinforced"):
+        counts.reinforced += 1
+    elif outcome == "failed":
+        counts.failed += 1
+    else:
+        counts.unchanged += 1
+    if m is not None and outcome in ("created", "updated", "reinforced"):
+        ids.append(m.id)
+
+
+# -- episodic --------------------------------------------------------------------------
+
+
+def _open_sessions(mem: Memory, project: str) -> list[str]:
+    """Sessions with raw observations no current episode covers yet."""
+    rows = (
+        mem.store.cursor()
+        .execute(
+            f"SELECT DISTINCT session FROM memories m WHERE project = ? AND session IS NOT NULL AND {RAW} "
+            "AND status <> 'deleted' AND NOT EXISTS (SELECT 1 FROM links l JOIN memories e ON e.id = l.src_id "
+            "WHERE l.dst_id = m.id AND l.kind = 'derived_from' AND e.tier = 'episodic' AND e.is_latest "
+            "AND e.status = 'active') ORDER BY session",
+            [project],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def _current_episode(mem: Memory, project: str, session: str) -> MemoryVersion | None:
+    found = mem.store.where(
+        "project = ? AND source_ref = ? AND tier = 'episodic' AND source = 'consolidation' AND is_latest "
+        "AND status = 'active'",
+        [project, EPISODE_PREFIX + session],
+        order="id DESC",
+        limit=1,
+    )
+    return found[0] if found else None
+
+
+def episode(mem: Memory, project: str, session: str, *, actor: str = "local") -> EpisodeResult:
+    """Turn one session's observations into its episodic memory (or a new version of it)."""
+    observed = mem.store.where(
+        f"project = ? AND session = ? AND {RAW} AND status <> 'deleted'", [project, session], order="valid_from, id"
+    )
+    if not observed:
+        raise NotFoundError(f"no observations for session {session!r} in project {project!r}")
+    ids = [o.id for o in observed]
+    existing = _current_episode(mem, project, session)
+    if existing is not None and sorted(existing.source_ids) == sorted(ids):
+        return EpisodeResult(outcome="unchanged", memory=existing)
+    try:
+        text = _episode_text(mem, session, observed)
+    except ProviderError:
+        return EpisodeResult(outcome="failed", memory=None)
+    if existing is not None:
+        result = mem.revise(existing.id, text, reason="new observations", source_ids=ids, actor=actor)
+        return EpisodeResult(outcome="updated", memory=result.memory)
+    result = mem.remember(
+        NewMemory(
+            content=text,
+            project=project,
+            kind="event",
+            tier="episodic",
+            title=f"Session {session}",
+            session=session,
+            source="consolidation",
+            source_ref=EPISODE_PREFIX + session,
+            source_ids=ids,
+            salience=max(o.salience for o in observed),
+            valid_from=observed[0].valid_from,
+        ),
+        actor=actor,
+    )
+    return EpisodeResult(outcome="created", memory=result.memory)
+
+
+def _episode_text(mem: Memory, session: str, observed: list[MemoryVersion]) -> str:
+    texts = [o.content for o in observed]
+    if mem.provider is not None:
+        return mem.provider.write("Summarise what happened in this work session, in order.", texts)
+    start, end = observed[0].valid_from, observed[-1].valid_from
+    same_day = start.date() == end.date()
+    span = f"{start:%Y-%m-%d %H:%M} to {end:%H:%M}" if same_day else f"{start:%Y-%m-%d} to {end:%Y-%m-%d}"
+    parts = [f"Session {session}, {span}, {len(observed)} observation{'s' if len(observed) != 1 else ''}."]
+    concepts = _concepts(texts)
+    if concepts:
+        parts.append("Concepts: " + ", ".join(concepts) + ".")
+    files = list(dict.fromkeys(f for t in texts for f in _FILE.findall(t)))[:8]
+    if files:
+        parts.append("Files: " + ", ".join(files) + ".")
+    tools = list(dict.fromkeys(o.title for o in observed if o.title))[:8]
+    if tools:
+        parts.append("Tools: " + ", ".join(tools) + ".")
+    central = _central(mem, observed, 3)
+    parts.append("Highlights: " + "; ".join(_clip(o.content) for o in central) + ".")
+    return " ".join(parts)
+
+
+def _concepts(texts: Sequence[str], n: int = 8) -> list[str]:
+    """The words most sessions' observations share: by how many observations use them, then alphabetically."""
+    df: Counter[str] = Counter()
+    for t in texts:
+        df.update({w for w in re.findall(r"[a-z][a-z0-9_+-]{3,}", t.lower()) if w not in _STOP})
+    ranked = sorted(df.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [w for w, c in ranked if c > 1 or len(texts) == 1][:n]
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split()).rstrip(".")
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _central(mem: Memory, versions: list[MemoryVersion], n: int) -> list[MemoryVersion]:
+    """The `n` versions closest on average to all the others, in their original order."""
+    if len(versions) <= n:
+        return versions
+    matrix = _matrix(mem, versions)
+    score = (matrix @ matrix.T).mean(axis=1)
+    best = sorted(range(len(versions)), key=lambda i: (-round(float(score[i]), 6), versions[i].id))[:n]
+    return [versions[i] for i in sorted(best)]
+
+
+def _matrix(mem: Memory, versions: Sequence[MemoryVersion]) -> np.ndarray:
+    found = mem.store.vectors([v.content_hash for v in versions], mem.embedder.name)
+    missing = [v for v in versions if v.content_hash not in found]
+    if missing:  # stored with every version; a gap means a model change not yet back-filled
+        vectors = mem.embedder.embed([v.content for v in missing])
+        found.update({v.content_hash: vec for v, vec in zip(missing, vectors, strict=True)})
+    return np.stack([found[v.content_hash] for v in versions]).astype(np.float32)
+
+
+# -- semantic --------------------------------------------------------------------------
+
+
+def _is_abstraction(m: MemoryVersion) -> bool:
+    return m.tier == "semantic" and m.source == "consolidation"
+
+
+def _semantic(mem: Memory, project: str, report: ConsolidationReport, actor: str) -> None:
+    cfg = mem.config.consolidation
+    pool = [
+        m
+        for m in mem.live.values()
+        if m.project == project and (_is_abstraction(m) or m.tier in ("working", "episodic") or m.kind == "observation")
+    ]
+    pool.sort(key=lambda m: m.id)
+    pool = pool[-cfg.max_pool :]
+    if len(pool) < 2:
+        return
+    matrix = _matrix(mem, pool)
+    for cluster in _clusters(pool, matrix, cfg.similarity):
+        members = [pool[i] for i in cluster]
+        abstractions = [m for m in members if _is_abstraction(m)]
+        evidence = [m for m in members if not _is_abstraction(m)]
+        if not evidence:
+            continue
+        target = min(abstractions, key=lambda m: m.id) if abstractions else None
+        linked = mem.store.derived_from(target.id) if target else []
+        sessions = {m.session for m in evidence + linked if m.session}
+        if len(sessions) < cfg.min_sessions:
+            report.semantic.skipped += 1
+            continue
+        if target is not None:  # its evidence is still current and agrees: a confirmation
+            target = _reinforce(mem, target, evidence, actor)
+            _count(report.semantic, "reinforced", report.memory_ids, target)
+        else:
+            sub = matrix[cluster]
+            try:
+                text = _semantic_text(mem, evidence, sub)
+            except ProviderError:
+                report.semantic.failed += 1
+                continue
+            result = mem.remember(
+                NewMemory(
+                    content=text,
+                    project=project,
+                    kind=_kind_of(evidence),
+                    tier="semantic",
+                    source="consolidation",
+                    source_ids=sorted(m.id for m in evidence),
+                    salience=max(m.salience for m in evidence),
+                ),
+                actor=actor,
+            )
+            target = result.memory
+            if result.outcome == "reinforced":  # the same words were already a memory: it gains the evidence
+                target = _reinforce(mem, target, evidence, actor, already=True)
+            _count(report.semantic, "created" if result.outcome != "reinforced" else "reinforced",
+                   report.memory_ids, target)  # fmt: skip
+        if target.reinforcements >= cfg.archive_after:
+            report.semantic.children_archived += _archive_children(mem, target, actor)
+
+
+def _clusters(pool: list[MemoryVersion], matrix: np.ndarray, similarity: float) -> list[list[int]]:
+    """Single-link clusters of pool indexes joined at cosine >= similarity, kept apart when both
+    have triples with different subjects; each sorted, in order of their first member."""
+    parent = list(range(len(pool)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    subjects = [normalise(m.triple.subject) if m.triple else None for m in pool]
+    block = 1024
+    for start in range(0, len(pool), block):
+        sims = matrix[start : start + block] @ matrix.T
+        rows, cols = np.nonzero(sims >= similarity)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            i = start + r
+            if c <= i:
+                continue
+            if subjects[i] and subjects[c] and subjects[i] != subjects[c]:
+                continue
+            a, b = find(i), find(c)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(pool)):
+        groups.setdefault(find(i), []).append(i)
+    return [g for _, g in sorted(groups.items()) if len(g) > 1]
+
+
+def _semantic_text(mem: Memory, evidence: list[MemoryVersion], matrix: np.ndarray) -> str:
+    """The provider's wording, or the medoid: the evidence closest on average to the rest (rows of `matrix`)."""
+    if mem.provider is not None:
+        ordered = sorted(evidence, key=lambda m: (m.valid_from, m.content))
+        return mem.provider.write("State the one fact or pattern all of these pieces of evidence support.",
+                                  [m.content for m in ordered])  # fmt: skip
+    score = (matrix @ matrix.T).mean(axis=1)
+    medoid = min(range(len(evidence)), key=lambda i: (-round(float(score[i]), 6), evidence[i].id))
+    return evidence[medoid].content
+
+
+def _kind_of(evidence: list[MemoryVersion]) -> str:
+    kinds = Counter(m.kind for m in evidence if m.kind not in NEVER_SUPERSEDED)
+    return min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else "fact"
+
+
+def _reinforce(
+    mem: Memory, target: MemoryVersion, evidence: list[MemoryVersion], actor: str, *, already: bool = False
+) -> MemoryVersion:
+    """Reinforce an abstraction with new evidence and link it (`already`: remember() reinforced it)."""
+    with mem._write:
+        current = mem.get(target.id)
+        now = mem.clock()
+        with mem.store.transaction() as tx:
+            if not already:
+                mem.store.update(
+                    tx,
+                    current.id,
+                    confidence=min(0.99, current.confidence + 0.3 * (1.0 - current.confidence)),
+                    reinforcements=current.reinforcements + 1,
+                    last_reinforced_at=now,
+                )
+            have = {x.id for x in mem.store.derived_from(current.id)}
+            for m in evidence:
+                if m.id not in have:
+                    mem.store.add_link(tx, current.id, m.id, "derived_from", now)
+        refreshed = mem.get(current.id)
+        mem.live.put(refreshed)
+        return refreshed
+
+
+def _archive_children(mem: Memory, target: MemoryVersion, actor: str) -> int:
+    with mem._write:
+        children = [m for m in mem.store.derived_from(target.id) if m.id in mem.live and not m.pinned]
+        if not children:
+            return 0
+        now = mem.clock()
+        reason = f"consolidated into memory {target.id}"
+        lifecycle.retire(
+            mem,
+            [(m, "archived", "consolidated") for m in children],
+            [AuditEntry.of(m, "archive", actor, now, reason, into=target.id) for m in children],
+            now,
+        )
+        return len(children)
+
+
+# -- procedural ------------------------------------------------------------------------
+
+
+def _procedural(mem: Memory, project: str, report: ConsolidationReport, actor: str) -> None:
+    cfg = mem.config.consolidation
+    rows = mem.store.where(
+        f"project = ? AND session IS NOT NULL AND title IS NOT NULL AND {RAW} AND status <> 'deleted'",
+        [project],
+        order="session, valid_from, id",
+    )
+    runs: dict[str, list[tuple[str, int]]] = {}
+    for m in rows:
+        assert m.session is not None and m.title is not None
+        step = " ".join(m.title.lower().split())
+        seq = runs.setdefault(m.session, [])
+        if not seq or seq[-1][0] != step:  # a step repeated at once is one step
+            seq.append((step, m.id))
+    support: dict[tuple[str, ...], dict[str, list[int]]] = {}
+    for session, seq in runs.items():
+        steps = [s for s, _ in seq]
+        for n in range(cfg.min_steps, min(cfg.max_steps, len(steps)) + 1):
+            for i in range(len(steps) - n + 1):
+                gram = tuple(steps[i : i + n])
+                if len(set(gram)) < 2:
+                    continue
+                support.setdefault(gram, {}).setdefault(session, [mid for _, mid in seq[i : i + n]])
+    frequent = {g: s for g, s in support.items() if len(s) >= cfg.min_sessions}
+    maximal = [
+        g
+        for g in frequent
+        if not any(len(h) > len(g) and _contains(h, g) and len(frequent[h]) == len(frequent[g]) for h in frequent)
+    ]
+    for gram in sorted(maximal):
+        sessions = frequent[gram]
+        key = PROCEDURE_PREFIX + " > ".join(gram)
+        text = (
+            f"Procedure, when {gram[0]}: "
+            + "; ".join(f"{n}. {step}" for n, step in enumerate(gram, 1))
+            + f" (seen in {len(sessions)} sessions)."
+        )
+        existing = mem.live.by_key(project, key)
+        if existing is not None and existing.content == text:
+            report.procedural.unchanged += 1
+            continue
+        evidence = sorted({i for ids in sessions.values() for i in ids})[:200]
+        confidence = None
+        if existing is not None:
+            confidence = min(0.99, existing.confidence + 0.3 * (1.0 - existing.confidence))
+        result = mem.remember(
+            NewMemory(
+                content=text,
+                project=project,
+                kind="procedure",
+                tier="procedural",
+                title=f"when {gram[0]}",
+                key=key,
+                source="consolidation",
+                source_ids=evidence,
+                salience=0.6,
+                confidence=confidence,
+            ),
+            actor=actor,
+        )
+        _count(report.procedural, "created" if existing is None else "reinforced", report.memory_ids, result.memory)
+
+
+def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    n = len(shorter)
+    return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
+
+
+# -- provenance ------------------------------------------------------------------------
+
+
+class Provenance(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a memory came from (its evidence and their sessions) and what was built on it."""
+
+    memory_id: int
+    evidence: list[MemoryVersion]
+    sessions: list[str]
+    derived: list[MemoryVersion]
+
+
+def provenance(mem: Memory, memory_id: int) -> Provenance:
+    m = mem.get(memory_id)
+    evidence = mem.store.derived_from(m.id)
+    derived = mem.store.built_on(m.id)
+    return Provenance(
+        memory_id=m.id,
+        evidence=evidence,
+        sessions=sorted({e.session for e in evidence if e.session}),
+        derived=derived,
+    )
