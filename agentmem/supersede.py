@@ -175,8 +175,24 @@ def new_value(a: Words, b: Words) -> bool:
         run_b = b.words[runs_b[0][0] : runs_b[0][1]]
         if any(map(_numeric, run_a)) != any(map(_numeric, run_b)):
             return False  # "Python 3.12" -> "SQLAlchemy": another slot, not a new value
+    values = a.values | b.values
+    marked_a = _mark(a.words, runs_a[0] if runs_a else None, values)
+    if marked_a != _mark(b.words, runs_b[0], values, marker=bool(runs_a)):
+        return False  # the values both keep sit elsewhere: "fact 12 about 28" is not "fact 28 about 732"
     leading = runs_b[0][0] == 0 and (not runs_a or runs_a[0][0] == 0)
     return not leading  # "Alice is on call" / "Bob is on call": the subject differs, not a value
+
+
+def _mark(seq: Sequence[str], run: tuple[int, int] | None, values: frozenset[str], marker: bool = True) -> list[str]:
+    """The value words of `seq` in order, with `run` replaced by one marker (or dropped)."""
+    out: list[str] = []
+    for i, w in enumerate(seq):
+        if run is not None and run[0] <= i < run[1]:
+            if marker and i == run[0]:
+                out.append("\0")
+        elif w in values:
+            out.append(w)
+    return out
 
 
 def same_values(a: Words, b: Words) -> bool:
