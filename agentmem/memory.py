@@ -256,8 +256,8 @@ class Memory:
                 slotted = alive(live.by_slot(project, slot_of(new.triple.subject, new.triple.predicate)))
             exact = alive(live.by_content(project, new.content))
         n = self.config.shortlist
-        ids = [i for i, _ in self.indexes.search_text(new.content, n, project=new.project)]
-        ids += [i for i, _ in self.indexes.search_vector(vector, n, project=new.project)]
+        cosines = dict(self.indexes.search_vector(vector, n, project=new.project))
+        ids = [i for i, _ in self.indexes.search_text(new.content, n, project=new.project)] + list(cosines)
         candidates = [m for i in dict.fromkeys(ids) if (m := alive(live.get(i))) is not None and m.project == project]
         return decide(
             kind=new.kind,
@@ -270,6 +270,7 @@ class Memory:
             exact=exact,
             candidates=candidates,
             thresholds=self.config.thresholds,
+            cosines=cosines,
         )
 
     def _reinforce(self, decision: Decision, now: datetime) -> RememberResult:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from agentmem import Memory, Triple
-from agentmem.supersede import Thresholds, decide
+from agentmem.records import MemoryVersion
+from agentmem.supersede import Thresholds, decide, words
 from agentmem.text import jaccard, tokens
 
 P = "shop"
@@ -43,11 +45,67 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str | None]] = [
         "triple",
     ),
     (
-        "jaccard above 0.7",
+        "one value swapped for another: same slot, new value",
         {"content": "We use Postgres for the main database of the shop"},
         {"content": "We use MySQL for the main database of the shop"},
         "superseded",
+        "new value",
+    ),
+    (
+        "a plain restatement of a new value",
+        {"content": "The dev server runs on port 3000."},
+        {"content": "The dev server is on port 4000 now."},
+        "superseded",
+        "new value",
+    ),
+    (
+        "a new value in other words, with a multi-word name",
+        {"content": "Our CI pipeline runs on Jenkins for every pull request."},
+        {"content": "The CI pipeline runs on GitHub Actions for every pull request now."},
+        "superseded",
+        "new value",
+    ),
+    (
+        "a restatement with more detail (jaccard above 0.7, nothing swapped)",
+        {"content": "Deploys go out every Tuesday afternoon"},
+        {"content": "Deploys go out every Tuesday afternoon after tests"},
+        "superseded",
         "similarity",
+    ),
+    (
+        "another subject with the same value is another fact, however similar",
+        {"content": "The staging database runs PostgreSQL 14."},
+        {"content": "The production database runs PostgreSQL 14."},
+        "created",
+        None,
+    ),
+    (
+        "another subject with a new value is another fact",
+        {"content": "The staging database runs PostgreSQL 14."},
+        {"content": "The production database runs PostgreSQL 15 now."},
+        "created",
+        None,
+    ),
+    (
+        "a different name in the leading position is another subject",
+        {"content": "Alice is on vacation this week"},
+        {"content": "Bob is on vacation this week"},
+        "created",
+        None,
+    ),
+    (
+        "two values changed at once is another fact",
+        {"content": "Alice works from the Lisbon office"},
+        {"content": "Bob works from the Berlin office"},
+        "created",
+        None,
+    ),
+    (
+        "a swapped descriptive word is another claim, even at jaccard above 0.7",
+        {"content": "Four children are doing backbends in the gym"},
+        {"content": "Four children are doing backbends in the park"},
+        "created",
+        None,
     ),
     (
         "jaccard between 0.4 and 0.7 only hints",
@@ -152,38 +210,71 @@ def test_between_thresholds_names_near_duplicates(memory: Memory) -> None:
 
 def test_best_match_wins_not_first(memory: Memory) -> None:
     weaker = memory.remember("The build server runs on a large machine in the Berlin office rack", project=P)
-    stronger = memory.remember("The build server runs on a small machine in the Berlin office", project=P)
+    stronger = memory.remember("The build server runs on a large machine in the Berlin office", project=P)
     assert stronger.outcome == "superseded" and stronger.superseded_id == weaker.memory.id
-    result = memory.remember("The build server runs on a tiny machine in the Berlin office", project=P)
+    result = memory.remember("The build server runs on a large machine in the Berlin office today", project=P)
     assert result.outcome == "superseded" and result.superseded_id == stronger.memory.id
 
 
-def test_decide_picks_highest_similarity() -> None:
-    from datetime import UTC, datetime
-
-    from agentmem.records import MemoryVersion
-
-    def mv(i: int, text: str) -> MemoryVersion:
-        t = datetime(2026, 1, 1, tzinfo=UTC)
-        return MemoryVersion(
-            id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active", content=text,
-            tier="semantic", kind="fact", project=P, source="api", salience=0.5, confidence=0.7,
-            created_at=t, valid_from=t, last_reinforced_at=t,
-        )  # fmt: skip
-
-    new = "a b c d e f g h i j"
-    cands = [mv(1, "a b c d e f g h x y"), mv(2, "a b c d e f g h i y"), mv(3, "a b c z")]
-    d = decide(
-        kind="fact", content=new, triple_object=None, keyed=None, slotted=None, exact=None,
-        candidates=cands, thresholds=Thresholds(),
+def mv(i: int, text: str) -> MemoryVersion:
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    return MemoryVersion(
+        id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active", content=text,
+        tier="semantic", kind="fact", project=P, source="api", salience=0.5, confidence=0.7,
+        created_at=t, valid_from=t, last_reinforced_at=t,
     )  # fmt: skip
-    assert d.outcome == "superseded" and d.target is not None and d.target.id == 2
+
+
+def run_decide(new: str, cands: list[MemoryVersion], cosines: dict[int, float] | None = None, **th: Any) -> Any:
+    return decide(
+        kind="fact", content=new, triple_object=None, keyed=None, slotted=None, exact=None,
+        candidates=cands, thresholds=Thresholds(**th), cosines=cosines,
+    )  # fmt: skip
+
+
+def test_decide_picks_highest_similarity() -> None:
+    new = "The build server in the Berlin office runs on port 4000"
+    cands = [
+        mv(1, "The build server in the Berlin office runs on port 3000 today in the old rack"),
+        mv(2, "The build server in the Berlin office runs on port 3000"),
+        mv(3, "The cache server runs on port 3000"),
+    ]
+    d = run_decide(new, cands)
+    assert d.outcome == "superseded" and d.target is not None and d.target.id == 2 and d.reason == "new value"
+
+
+def test_cosines_gate_both_rules() -> None:
+    old = [mv(1, "The dev server runs on port 3000")]
+    assert run_decide("The dev server is on port 4000 now", old, {1: 0.7}).outcome == "superseded"
+    assert run_decide("The dev server is on port 4000 now", old, {1: 0.3}).outcome == "created"
+    assert run_decide("The dev server is on port 4000 now", old, {}).outcome == "created"  # not among the nearest
+    assert run_decide("The dev server is on port 4000 now", old, {1: 0.7}, value_rule=False).outcome == "created"
+    same = [mv(1, "Deploys go out every Tuesday afternoon")]
+    new = "Deploys go out every Tuesday afternoon after tests"
+    assert run_decide(new, same, {1: 0.9}).reason == "similarity"
+    assert run_decide(new, same, {1: 0.7}).outcome == "created"
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("The dev server is on port 4000 now.", {"4000"}),
+        ("Production is on PostgreSQL 15", {"postgresql", "15"}),
+        ("CI is on GitHub Actions now.", {"ci", "github", "action"}),
+        ("Pull requests need two approvals", {"two"}),
+        ("Deploys happen on Tuesday. Standup is at 9:30", {"tuesday", "9", "30"}),
+    ],
+)
+def test_value_words(text: str, values: set[str]) -> None:
+    w = words(text)
+    assert set(w.values) == values
+    assert "now" not in w.words and "is" not in w.words
 
 
 def test_thresholds_are_configurable(data_dir, embedder, clock) -> None:  # type: ignore[no-untyped-def]
     from agentmem import Config
 
-    strict = Config(thresholds=Thresholds(supersede=0.95, hint=0.5))
+    strict = Config(thresholds=Thresholds(supersede=0.95, hint=0.5, value_rule=False))
     with Memory(data_dir, embedder=embedder, clock=clock, config=strict) as mem:
         mem.remember("We use Postgres for the main database of the shop", project=P)
         b = mem.remember("We use MySQL for the main database of the shop", project=P)
@@ -193,3 +284,21 @@ def test_thresholds_are_configurable(data_dir, embedder, clock) -> None:  # type
 def test_invalid_thresholds_rejected() -> None:
     with pytest.raises(ValueError):
         Thresholds(supersede=0.3, hint=0.5)
+    with pytest.raises(ValueError):
+        Thresholds(value_cosine=1.5)
+
+
+@pytest.mark.model
+def test_real_model_changes_supersede_and_traps_stay(tmp_path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        staging = mem.remember("The staging database runs PostgreSQL 14.", project=P).memory
+        prod = mem.remember("The production database runs PostgreSQL 14.", project=P)
+        assert prod.outcome == "created"
+        port = mem.remember("The dev server runs on port 3000.", project=P).memory
+        docs = mem.remember("The docs server runs on port 8000.", project=P)
+        assert docs.outcome == "created"
+        new_prod = mem.remember("Production is on PostgreSQL 15 now.", project=P)
+        assert new_prod.outcome == "superseded" and new_prod.superseded_id == prod.memory.id
+        new_port = mem.remember("The dev server is on port 4000 now.", project=P)
+        assert new_port.outcome == "superseded" and new_port.superseded_id == port.id
+        assert mem.get(staging.id).is_latest and mem.get(docs.memory.id).is_latest
