@@ -15,7 +15,9 @@ class ConsolidationSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_un
     """Thresholds of the three passes."""
 
     min_sessions: int = 2  # distinct sessions that must support a semantic memory or a procedure
-    similarity: float = 0.85  # cosine at which two pieces of evidence say the same thing (MiniLM: 0.8 still joins "upload test" with "download test")
+    # cosine at which two pieces of evidence say the same thing (with MiniLM, 0.8 still joins
+    # "the upload test is flaky" with "the download test is flaky")
+    similarity: float = 0.85
     archive_after: int = 2  # reinforcements of a semantic memory after which its children are archived
     min_steps: int = 3
     max_steps: int = 6
