@@ -78,3 +78,47 @@ def test_cli_end_to_end_with_the_real_model(tmp_path: Path) -> None:
     assert found.returncode == 0 and "4000" in found.stdout and "8080" not in found.stdout
     bad = cli("remember", "", "--project", "shop")
     assert bad.returncode == 2 and "content may not be empty" in bad.stderr
+
+
+def test_lifecycle_with_the_real_model(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Decay, sweep, restore and governance delete through the real model and both real indexes."""
+    from conftest import Clock
+
+    clock = Clock()
+    with Memory(tmp_path / "d", embedder=real_embedder, clock=clock) as mem:
+        obs = mem.remember("Saw the nightly build take forty minutes", project="p", kind="observation").memory
+        fact = mem.remember("The nightly build runs on the Jenkins server", project="p").memory
+        secret = mem.remember("The staging admin password is hunter2quokka", project="p").memory
+        clock.advance(days=30)
+        assert mem.retention(obs.id).tier == "evictable" and mem.retention(fact.id).tier == "warm"
+        assert mem.sweep().archived == 1
+        hits = mem.recall("how long does the nightly build take", project="p", k=3)
+        assert obs.id not in [h.memory.id for h in hits] and hits[0].memory.id == fact.id
+        mem.restore(obs.id)
+        assert mem.recall("how long does the nightly build take", project="p", k=1)[0].memory.id == obs.id
+        vector = real_embedder.embed([secret.content])[0]
+        mem.delete(ids=[secret.id], reason="credential pasted by mistake")
+        assert secret.id not in [i for i, _ in mem.indexes.search_vector(vector, 10)]
+        assert mem.indexes.search_text("hunter2quokka", 10) == []
+        assert secret.id not in [h.memory.id for h in mem.recall("staging admin password", project="p", k=5)]
+        assert mem.check().ok
+
+
+def test_consolidation_with_the_real_model(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Paraphrased evidence from two sessions becomes one semantic memory; a different subject stays apart."""
+    from agentmem import NewMemory
+
+    def seen(text: str, session: str) -> None:
+        mem.observe([NewMemory(content=text, project="p", kind="observation", tier="working", session=session)])
+
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        seen("The user prefers dark mode in the editor", "s1")
+        seen("The user likes the editor in dark mode", "s2")
+        seen("The download test is flaky on the CI runner", "s1")
+        seen("The upload test is flaky on the CI runner", "s2")
+        (report,) = mem.consolidate(passes=["semantic"])
+        assert report.semantic.created == 1
+        (sem,) = [mem.get(i) for i in report.memory_ids]
+        assert "dark mode" in sem.content and mem.provenance(sem.id).sessions == ["s1", "s2"]
+        hits = mem.recall("which colour theme does the user want", project="p", tiers=["semantic"], k=1)
+        assert hits[0].memory.id == sem.id
