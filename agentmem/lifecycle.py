@@ -19,7 +19,7 @@ from agentmem import audit, validate
 from agentmem.audit import AuditEntry
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.records import MemoryVersion
-from agentmem.retention import retention
+from agentmem.retention import score_of
 from agentmem.supersede import slot_of
 
 if TYPE_CHECKING:
@@ -99,15 +99,15 @@ def sweep(
             if m.expires_at is not None and m.expires_at <= now:
                 picks.append((0, 0.0, m, None))
                 continue
-            r = retention(m, now, cfg.retention, cfg.kinds)
-            if r.score < threshold:
-                picks.append((1, r.score, m, r.score))
+            score = score_of(m, now, cfg.retention, cfg.kinds)
+            if score < threshold:
+                picks.append((1, score, m, score))
         picks.sort(key=lambda p: (p[0], p[1], p[2].id))
         chosen = picks[:limit]
         items = [
             SweepItem(id=m.id, project=m.project, kind=m.kind, action="expire" if score is None else "archive",
                       retention=None if score is None else round(score, 6))
-            for _, _, m, score in chosen
+            for _, _, m, score in chosen[:MAX_LISTED]
         ]  # fmt: skip
         if not dry_run and chosen:
             _archive(mem, chosen, threshold, now, actor)
@@ -115,12 +115,12 @@ def sweep(
         dry_run=dry_run,
         threshold=threshold,
         examined=examined,
-        archived=sum(1 for i in items if i.action == "archive"),
-        expired=sum(1 for i in items if i.action == "expire"),
+        archived=sum(1 for p in chosen if p[3] is not None),
+        expired=sum(1 for p in chosen if p[3] is None),
         left_for_next_run=len(picks) - len(chosen),
         took_ms=round((time.perf_counter() - started) * 1000, 3),
-        items=items[:MAX_LISTED],
-        items_truncated=len(items) > MAX_LISTED,
+        items=items,
+        items_truncated=len(chosen) > MAX_LISTED,
     )
 
 

@@ -95,12 +95,19 @@ def tier_of(score: float, policy: RetentionPolicy) -> RetentionTier:
     return "evictable"
 
 
+def score_of(m: MemoryVersion, now: datetime, policy: RetentionPolicy, kinds: dict[str, KindSpec] = KINDS) -> float:
+    """The retention score alone (what the sweep compares with its threshold)."""
+    decay = decay_of(m, now, kinds)
+    base = decay * (policy.confidence * m.confidence + policy.salience * m.salience)
+    return base + policy.access * access_term(m, now, policy) if m.accesses else base
+
+
 def retention(
     m: MemoryVersion, now: datetime, policy: RetentionPolicy, kinds: dict[str, KindSpec] = KINDS
 ) -> Retention:
     decay = decay_of(m, now, kinds)
     access = access_term(m, now, policy)
-    score = decay * (policy.confidence * m.confidence + policy.salience * m.salience) + policy.access * access
+    score = score_of(m, now, policy, kinds)
     return Retention(
         id=m.id,
         score=round(score, 6),

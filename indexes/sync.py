@@ -26,7 +26,7 @@ from indexes.vectors import VectorIndex
 
 log = logging.getLogger("agentmem")
 
-BATCH = 1000
+BATCH = 5000
 
 
 class Source(Protocol):
@@ -200,8 +200,8 @@ class IndexSet:
                 if not entries:
                     break
                 read += len(entries)
-                ids = list(dict.fromkeys(e.memory_id for e in entries))
-                docs = self.source.docs(ids)
+                # Only upserts need their documents; an id not found current is removed either way.
+                docs = self.source.docs(list(dict.fromkeys(e.memory_id for e in entries if e.op == "upsert")))
                 present = {d.id for d in docs}
                 last = entries[-1].seq
                 for ix in indexes:
