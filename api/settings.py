@@ -7,6 +7,7 @@ data_dir = "/var/lib/agentmem"
 max_body_bytes = 1048576
 sweep_every_minutes = 60                 # the archive sweep inside the server; 0 turns it off
 sweep_max = 10000                        # most memories one sweep archives
+consolidate_every_minutes = 60           # consolidation inside the server; 0 turns it off
 
 [kinds.config]                           # override a kind's decay (or add a kind)
 half_life_days = 45                      # "never" for a kind that never decays
@@ -15,7 +16,6 @@ start_confidence = 0.8
 [retention]                              # weights sum to 1; see agentmem/retention.py
 archive_below = 0.1
 
-consolidate_every_minutes = 60           # consolidation inside the server; 0 turns it off
 [consolidation]
 min_sessions = 2
 

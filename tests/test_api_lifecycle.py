@@ -159,3 +159,21 @@ def test_consolidation_over_http(client: TestClient, memory: Memory) -> None:  #
     assert bad.status_code == 400 and "dreaming" in bad.json()["error"]["message"]
     assert client.post("/v1/consolidate", json={"projects": ["other"]}, headers=auth("write")).status_code == 403
     assert client.get(f"/v1/memories/{sem}/provenance", headers=auth("wrong")).status_code == 404
+
+
+@pytest.mark.parametrize("source", ["README.md", "api/settings.py"])
+def test_documented_config_examples_load(tmp_path, source: str) -> None:  # type: ignore[no-untyped-def]
+    """The TOML shown to users is a valid config (with a real secret in place of the elided hash)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / source).read_text()
+    block = re.search(r"```toml\n(.*?)```", text, re.S)
+    assert block is not None
+    toml = re.sub(r'(?m)^sha256 = ".*$', 'token = "a-secret-of-sixteen-chars"', block.group(1))
+    path = tmp_path / "agentmem.toml"
+    path.write_text(toml)
+    settings = load(path, env={})
+    cfg = settings.config()
+    assert settings.consolidate_every_minutes == 60 and settings.provider is not None
+    assert cfg.kinds["config"].half_life_days == 45 and cfg.consolidation.min_sessions == 2
