@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from agentmem.admission.cli import add_ingest, run_ingest
 from agentmem.errors import AgentMemError, NotFoundError, ValidationError
 from agentmem.kinds import KINDS, TIERS
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
@@ -108,6 +109,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     u.add_argument("--memory", type=int, help="entries of this memory's lineage")
     u.add_argument("--limit", type=int, default=50)
     sub.add_parser("compact", help="rewrite the database file so erased content leaves the disk (offline)")
+    add_ingest(sub)
     return p, sub
 
 
@@ -220,6 +222,8 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
                 except FileNotFoundError:
                     raise ValidationError(f"no such file: {args.file}") from None
             _out(args, {"imported": n}, f"imported {n} versions")
+        elif cmd == "ingest":
+            run_ingest(args, mem, _out)
         else:
             _lifecycle(args, mem)
     return EXIT_OK

@@ -34,25 +34,40 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
+class Statement(msgspec.Struct, frozen=True):
+    """A paragraph (wrapped lines joined by spaces) or a list item; `marks` maps text offsets to lines."""
+
+    line: int
+    text: str
+    marks: list[tuple[int, int]]  # (offset in text, line number) where each source line starts
+
+    def line_at(self, offset: int) -> int:
+        return max((ln for off, ln in self.marks if off <= offset), default=self.line)
+
+
 class Section(msgspec.Struct, frozen=True, kw_only=True):
-    """A heading (its path from the top) and the statements under it, as (line, text)."""
+    """A heading (its path from the top) and the statements under it."""
 
     headings: list[str]
     line: int
-    statements: list[tuple[int, str]]
+    statements: list[Statement]
 
 
 def intent_view(text: str) -> list[Section]:
     """The headings of a Markdown text and the statements under each, without code, tables or comments."""
     sections: list[Section] = []
     path: list[tuple[int, str]] = []
-    current: list[tuple[int, str]] = []
+    current: list[Statement] = []
     heading_line = 0
     para: list[tuple[int, str]] = []
 
     def end_para() -> None:
         if para:
-            current.append((para[0][0], " ".join(t for _, t in para)))
+            marks, offset = [], 0
+            for line_no, text in para:
+                marks.append((offset, line_no))
+                offset += len(text) + 1
+            current.append(Statement(para[0][0], " ".join(t for _, t in para), marks))
             para.clear()
 
     def end_section() -> None:
@@ -96,10 +111,10 @@ def intent_view(text: str) -> list[Section]:
             continue
         if _ITEM.match(raw):
             end_para()
-            para.append((n + 1, _ITEM.sub("", raw).strip()))
+            para.append((n + 1, " ".join(_ITEM.sub("", raw).split())))
             end_para()  # a list item is a statement of its own
             continue
-        para.append((n + 1, line.lstrip("> ").strip()))
+        para.append((n + 1, " ".join(line.lstrip("> ").split())))
     end_section()
     return sections
 
@@ -107,14 +122,14 @@ def intent_view(text: str) -> list[Section]:
 def chunks(sections: list[Section], max_chars: int = MAX_CHUNK_CHARS) -> Iterator[Section]:
     """Sections cut into pieces of at most `max_chars` characters of statements (a statement is never cut)."""
     for s in sections:
-        piece: list[tuple[int, str]] = []
+        piece: list[Statement] = []
         size = 0
-        for line, text in s.statements:
-            if piece and size + len(text) > max_chars:
+        for st in s.statements:
+            if piece and size + len(st.text) > max_chars:
                 yield msgspec.structs.replace(s, statements=piece)
                 piece, size = [], 0
-            piece.append((line, text))
-            size += len(text)
+            piece.append(st)
+            size += len(st.text)
         if piece:
             yield msgspec.structs.replace(s, statements=piece)
 
@@ -133,8 +148,12 @@ def candidates(rel: str, text: str, *, speaker: str = "user") -> Iterator[Candid
     for chunk in chunks(intent_view(text)):
         claim = intent(chunk.headings)
         title = chunk.headings[-1][:200] if chunk.headings else None
-        for line, statement in chunk.statements:
-            for sentence in sentences(statement):
-                c = judge(sentence, speaker=speaker, ref=f"{rel}:{line}"[-200:], claim=claim, title=title, strict=False)
+        for st in chunk.statements:
+            cursor = 0
+            for sentence in sentences(st.text):
+                found = st.text.find(sentence[:40], cursor)
+                cursor = found if found >= 0 else cursor
+                ref = f"{rel}:{st.line_at(cursor)}"[-200:]
+                c = judge(sentence, speaker=speaker, ref=ref, claim=claim, title=title, strict=False)
                 if c is not None:
                     yield c
