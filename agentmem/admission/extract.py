@@ -94,12 +94,12 @@ _PATTERNS: list[_Pattern] = [
     _p(
         "preference",
         rf"^(?:i|we) {_ADV}(?:prefer|like|love|enjoy|adore|hate|dislike|detest|can't stand|cannot stand|"
-        r"am (?:a )?(?:big |huge )?fan of|'m (?:a )?(?:big |huge )?fan of|am into|'m into|am passionate about|"
-        r"'m passionate about|am allergic to|'m allergic to)\b",
+        r"(?:am|'m) (?:a )?(?:big |huge |total )?fan of|(?:am|'m) (?:really )?(?:into|keen on|interested in|"
+        r"fond of|passionate about|obsessed with|allergic to))\b",
     ),
     _p(
         "identity",
-        r"^(?:i am|i'm) (?:a|an) (?!bit\b|little\b|lot\b|big fan\b|huge fan\b)"
+        r"^(?:i am|i'm) (?:a|an) (?!bit\b|little\b|lot\b|.*\bfans?\b)"
         r"(?P<x>[\w'-]+(?: [\w'-]+){0,3})$",
     ),
     _p(
@@ -139,6 +139,8 @@ _PATTERNS: list[_Pattern] = [
     ),
     _p("project", r"^we (?:use|are using|'re using|rely on|deploy (?:to|on)|host (?:on|at|in)|run on|build with)\b"),
     _p("project", rf"^our (?P<p>{_NOUN}) (?:is|are) (?P<o>.+)$"),
+    _p("personal", r"^(?:i|we) (?:have|'ve got|own) (?:a|an|two|three|four|five|six|\d+|my own|our own) \w"),
+    _p("habit", r"^i(?:'ve| have) been \w+ing (?:for|since|every|regularly)\b"),
     _p(
         "habit",
         r"^i (?:usually|always|never|often|normally|typically|generally|tend to|regularly|rarely|"
@@ -153,6 +155,8 @@ _PATTERNS: list[_Pattern] = [
     _p("convention", r"^we (?:usually|always|never|normally|typically|generally|tend to)\b"),
     _p("personal", rf"^my (?P<p>{_NOUN}) (?:is|are) (?P<o>.+)$"),
 ]
+_ABOUT_YOU = frozenset("it that this them those you your yours how what when".split())
+_DEGREE = frozenset("so very really super pretty too such quite totally extremely incredibly kinda".split())
 _IDENTITY_SLOTS = frozenset("name age birthday pronouns nationality job role title occupation profession email".split())
 
 _SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n")
@@ -211,6 +215,9 @@ def _claim(sentence: str, speaker: str) -> tuple[str, Triple | None] | None | Re
         if m is None:
             continue
         groups = m.groupdict()
+        rest = sentence[m.end() :].split()
+        if pat.claim == "preference" and "o" not in groups and (not rest or rest[0].lower().strip(",") in _ABOUT_YOU):
+            return None  # "I love it", "I love how you ...": a reaction, not the speaker's preference
         if "o" not in groups:
             return pat.claim, None
         obj = _clean_object(groups["o"])
@@ -224,6 +231,8 @@ def _claim(sentence: str, speaker: str) -> tuple[str, Triple | None] | None | Re
             subject, predicate = f"our {predicate}", "is"
         if not predicate_ok(predicate) or not object_ok(obj) or not subject:
             return "malformed_predicate"
+        if obj.split()[0].lower() in _DEGREE:
+            return None  # "my kids are so excited": a passing state, not a fact
         claim = pat.claim
         if claim == "personal" and predicate in _IDENTITY_SLOTS:
             claim = "identity"
