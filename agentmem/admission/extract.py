@@ -123,6 +123,7 @@ _PATTERNS: list[_Pattern] = [
         "config",
         r"^(?:the |our )?(?P<s>[\w'-]+(?: [\w'-]+)?) (?P<p>port|host|hostname|url|endpoint|timeout|"
         r"region|version|database|db|schema|bucket|branch|cluster|namespace|log level) (?:is|=) "
+        r"(?!set to|configured|pinned to|defaulted)"
         r"(?P<o>.+)$",
     ),
     _p(

@@ -123,7 +123,9 @@ _HYPOTHETICAL = re.compile(
     r"i(?:'m| am) (?:thinking (?:of|about)|planning|considering|hoping|not sure)\b|"
     r"i (?:want|plan|intend|need) to\b|we (?:want|plan|intend|need) to\b)"
 )
-_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'd|we'll|our|ours|us)\b")
+_FIRST_PERSON = re.compile(
+    r"(?i)\b(?:let's|i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'd|we'll|our|ours|us)\b"
+)
 _PAST = frozenset(
     """went ran did made got took saw wrote built bought came met found had gave told said left began brought caught
     felt kept lost paid sent spent thought won ate drank drove flew forgot heard sold sat slept spoke stood swam
@@ -184,6 +186,8 @@ def screen(statement: str) -> Reason | None:
     """The first reason this statement can never be a memory, whatever it claims; None when it may be one."""
     if any(p.search(statement) for p in _SECRET):
         return "secret"
+    if statement.lstrip().startswith(("```", "~~~")):
+        return "code"
     if _is_command(statement):
         return "command"
     if _is_path(statement):

@@ -26,6 +26,7 @@ from agentmem.admission.extract import Candidate
 from agentmem.audit import AuditEntry
 from agentmem.errors import ValidationError
 from agentmem.records import NewMemory
+from agentmem.text import sha256
 
 if TYPE_CHECKING:
     from agentmem.memory import Memory
@@ -44,7 +45,7 @@ class ScanItem(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
     claim: str | None = None
     kind: str | None = None
-    outcome: str | None = None  # created | reinforced | superseded; None on a dry run or when rejected
+    outcome: str | None = None  # created | reinforced | superseded | unchanged; None on a dry run or rejected
     memory_id: int | None = None
 
 
@@ -103,7 +104,11 @@ class Scan:
             self.rejected[c.reason or "no_claim"] += 1
             self._list(self.rejected_items, item)
             return
-        if not self.dry_run:
+        seen = self._seen(c)
+        if seen is not None:  # the same statement from the same place, scanned before: nothing new
+            self.outcomes["unchanged"] += 1
+            item = msgspec.structs.replace(item, outcome="unchanged", memory_id=seen)
+        elif not self.dry_run:
             new = NewMemory(
                 content=c.text,
                 project=self.project,
@@ -126,6 +131,19 @@ class Scan:
             item = msgspec.structs.replace(item, outcome=result.outcome, memory_id=result.memory.id)
         self.admitted += 1
         self._list(self.admitted_items, item)
+
+    def _seen(self, c: Candidate) -> int | None:
+        """The version that already holds this exact statement from this exact place (a re-scan), if any."""
+        row = (
+            self.mem.store.cursor()
+            .execute(
+                "SELECT id FROM memories WHERE project = ? AND source = ? AND source_ref = ? AND content_hash = ? "
+                "ORDER BY id DESC LIMIT 1",
+                [self.project, self.source, c.ref, sha256(c.text.strip())],
+            )
+            .fetchone()
+        )
+        return int(row[0]) if row else None
 
     def finish(self, status: Literal["completed", "failed"], error: str | None = None) -> ScanReport:
         """The report, after writing the scan's audit entry."""
