@@ -343,3 +343,25 @@ def test_cli_ingest(tmp_path: Path, memory: Memory, capsys: pytest.CaptureFixtur
     assert json.loads(capsys.readouterr().out)["source"] == "note"
     assert main(["ingest", "code", str(tmp_path / "nope"), "--project", "p"], open_memory=Opened) == 2
     assert "no such directory" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_conversation_through_the_real_model(real_embedder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    msgs = [
+        {"role": "user", "content": "Hi! We decided to use Postgres for the orders service.", "id": "1"},
+        {"role": "assistant", "content": "Noted. Let me check the schema.", "id": "2"},
+        {"role": "user", "content": "The API runs on port 8080. git push origin main", "id": "3"},
+        {"role": "user", "content": "I prefer tabs for indentation.", "id": "4"},
+        {"role": "user", "content": "Actually, I prefer spaces for indentation.", "id": "5"},
+    ]
+    with Memory(tmp_path / "data", embedder=real_embedder) as mem:
+        r = mem.ingest_conversation(msgs, project="shop", session="s-1")
+        assert r.admitted == 4 and r.rejected_by_reason == {"command": 1}
+        assert r.outcomes == {"created": 3, "superseded": 1}
+        hits = mem.recall("which database do we use for orders?", project="shop", k=3)
+        assert hits[0].memory.source_ref == "s-1#1" and hits[0].memory.source == "conversation"
+        hits = mem.recall("indentation style", project="shop", k=3)
+        assert [h.memory.content for h in hits if "indentation" in h.memory.content] == [
+            "I prefer spaces for indentation."
+        ]
+        assert mem.check().ok
