@@ -9,7 +9,8 @@ Each LoCoMo sample is one project; each of its sessions one conversation scan, w
 a user message (`name` the speaker, `id` the dia_id, `time` the session's date). Reported: how
 many candidates were admitted and rejected (by reason), what remember() did with the admitted
 ones, and the share of questions whose evidence turns produced at least one admitted memory
-(overall and by LoCoMo category). Results: admission.json and admission.md in --out.
+(overall and by LoCoMo category). Results: admission.json and admission.md in --out (counts
+only: no LoCoMo text is written; `--examples` prints a few turns of each outcome).
 """
 
 from __future__ import annotations
@@ -75,11 +76,13 @@ def run(data: Path, fake: bool, dry_run: bool) -> dict[str, Any]:
     by_cat: dict[str, list[int]] = {}
     evidence_turns = evidence_admitted = 0
     examples: dict[str, list[str]] = {}
+    evidence_verdicts: Counter[str] = Counter()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, Memory(tmp, embedder=embedder) as mem:
         for sample in progress(samples, desc="conversations"):
             project = str(sample["sample_id"])
             admitted_turns: set[str] = set()
+            turn_reasons: dict[str, Counter[str]] = {}
             for session, messages in sessions(sample):
                 r = mem.ingest_conversation(messages, project=project, session=session, dry_run=dry_run)
                 scans += 1
@@ -93,6 +96,7 @@ def run(data: Path, fake: bool, dry_run: bool) -> dict[str, Any]:
                     claims[item.claim or "?"] += 1
                     examples.setdefault(item.claim or "?", []).append(item.text)
                 for item in r.rejected_items:
+                    turn_reasons.setdefault(item.ref.rsplit("#", 1)[1], Counter())[item.reason or "?"] += 1
                     examples.setdefault(f"rejected:{item.reason}", []).append(item.text)
             for qa in sample["qa"]:
                 ids = {e for ev in qa.get("evidence", []) for e in re.split(r"[;,\s]+", str(ev)) if e}
@@ -105,6 +109,13 @@ def run(data: Path, fake: bool, dry_run: bool) -> dict[str, Any]:
                 by_cat[cat][1] += hit
                 evidence_turns += len(ids)
                 evidence_admitted += len(ids & admitted_turns)
+                for e in ids:
+                    if e in admitted_turns:
+                        evidence_verdicts["admitted"] += 1
+                    elif e in turn_reasons:
+                        evidence_verdicts[turn_reasons[e].most_common(1)[0][0]] += 1
+                    else:
+                        evidence_verdicts["no candidate"] += 1
         elapsed = time.perf_counter() - started
     n_rejected = sum(rejected.values())
     return {
@@ -130,6 +141,7 @@ def run(data: Path, fake: bool, dry_run: bool) -> dict[str, Any]:
         },  # fmt: skip
         "evidence_turns": evidence_turns,
         "evidence_turns_admitted": evidence_admitted,
+        "evidence_turn_verdicts": dict(evidence_verdicts.most_common()),
         "seconds": round(elapsed, 1),
         "examples": {k: v[:5] for k, v in sorted(examples.items())},
     }
@@ -157,10 +169,9 @@ def markdown(r: dict[str, Any]) -> str:
         "| --- | ---: | ---: | ---: |",
     ]
     lines += [f"| {k} | {v['questions']} | {v['covered']} | {v['share']:.1%} |" for k, v in r["by_category"].items()]
-    lines += ["", f"Evidence turns admitted: {r['evidence_turns_admitted']} / {r['evidence_turns']}.", ""]
-    lines += ["## Examples", ""]
-    for k, texts in r["examples"].items():
-        lines.append(f"- **{k}**: " + " | ".join(t[:120] for t in texts))
+    lines += ["", f"Evidence turns admitted: {r['evidence_turns_admitted']} / {r['evidence_turns']}; what became of "
+              "each (admitted, else the commonest reason among its candidates): "
+              + ", ".join(f"{k} {v:,}" for k, v in r["evidence_turn_verdicts"].items()) + ".", ""]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -170,13 +181,18 @@ def main() -> None:
     p.add_argument("--fake", action="store_true", help="a hashing embedder instead of the real model")
     p.add_argument("--dry-run", action="store_true", help="count only; remember nothing")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    p.add_argument("--examples", action="store_true", help="print a few admitted and rejected turns (stdout only)")
     args = p.parse_args()
     result = run(args.data, args.fake, args.dry_run)
+    examples = result.pop("examples")  # LoCoMo text stays out of the repository
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "admission" if not (args.fake or args.dry_run) else "admission_quick"
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / f"{stem}.md").write_text(markdown(result))
     print(markdown(result))
+    if args.examples:
+        for k, texts in examples.items():
+            print(f"- {k}: " + " | ".join(t[:120] for t in texts))
 
 
 if __name__ == "__main__":

@@ -140,7 +140,11 @@ _PATTERNS: list[_Pattern] = [
     ),
     _p("project", r"^we (?:use|are using|'re using|rely on|deploy (?:to|on)|host (?:on|at|in)|run on|build with)\b"),
     _p("project", rf"^our (?P<p>{_NOUN}) (?:is|are) (?P<o>.+)$"),
-    _p("personal", r"^(?:i|we) (?:have|'ve got|own) (?:a|an|two|three|four|five|six|\d+|my own|our own) \w"),
+    _p(
+        "personal",
+        r"^(?:i|we) (?:have|'ve got|own) (?:a|an|two|three|four|five|six|\d+|my own|our own) "
+        r"(?!few\b|lot\b|bit\b|little\b|feeling\b|question\b|idea\b|plan\b|good\b|great\b|hard\b)\w",
+    ),
     _p("habit", r"^i(?:'ve| have) been \w+ing (?:for|since|every|regularly)\b"),
     _p(
         "habit",
