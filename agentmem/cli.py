@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from agentmem.admission.cli import add_ingest, run_ingest
 from agentmem.errors import AgentMemError, NotFoundError, ValidationError
 from agentmem.kinds import KINDS, TIERS
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
@@ -116,6 +117,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     co.add_argument("--pass", dest="passes", action="append", choices=["episodic", "semantic", "procedural"])
     pv = sub.add_parser("provenance", help="the evidence a memory came from, and what was built on it")
     pv.add_argument("id", type=int)
+    add_ingest(sub)
     return p, sub
 
 
@@ -228,6 +230,8 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
                 except FileNotFoundError:
                     raise ValidationError(f"no such file: {args.file}") from None
             _out(args, {"imported": n}, f"imported {n} versions")
+        elif cmd == "ingest":
+            run_ingest(args, mem, _out)
         else:
             _lifecycle(args, mem)
     return EXIT_OK

@@ -10,12 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 import msgspec
 
+from agentmem.admission.conversation import load as load_conversation
+from agentmem.admission.scan import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.consolidate import ConsolidationReport, EpisodeResult, Provenance
 from agentmem.errors import (
@@ -234,6 +237,49 @@ class Client:
         return self._call("POST", "/v1/import", content=body, headers={"content-type": "application/x-ndjson"})[
             "imported"
         ]  # type: ignore[no-any-return]
+
+    # -- admission ------------------------------------------------------------
+
+    def ingest_conversation(
+        self,
+        conversation: str | Path | Sequence[Any],
+        *,
+        project: str | None = None,
+        session: str | None = None,
+        include_assistant: bool = False,
+        dry_run: bool = False,
+        agent: str | None = None,
+        **_local: Any,
+    ) -> ScanReport:
+        """A conversation file (read and parsed here) or its messages, sent to the service's admission policy."""
+        skipped: dict[str, int] = {}
+        if isinstance(conversation, str | Path):
+            parsed = load_conversation(conversation)
+            messages: list[Any] = [msgspec.to_builtins(m) for m in parsed.messages]
+            session, skipped = session or parsed.session, parsed.skipped
+        else:
+            messages = [msgspec.to_builtins(m) for m in conversation]
+        body = {"messages": messages, "project": project, "session": session,
+                "include_assistant": include_assistant, "dry_run": dry_run, "agent": agent}  # fmt: skip
+        report = self._call("POST", "/v1/ingest/conversation", ScanReport, json=body)
+        if skipped:  # messages this side could not read never reached the service: count them too
+            keys: set[str] = set(report.skipped) | set(skipped)
+            merged = {k: report.skipped.get(k, 0) + skipped.get(k, 0) for k in keys}
+            report = msgspec.structs.replace(report, skipped=dict(sorted(merged.items())))
+        return report  # type: ignore[no-any-return]
+
+    def ingest_notes(self, path: str | Path, **options: Any) -> ScanReport:
+        """Notes under `path` on the service's machine (admin token)."""
+        return self._ingest_path("notes", path, options)
+
+    def ingest_code(self, path: str | Path, **options: Any) -> ScanReport:
+        """A source tree under `path` on the service's machine (admin token)."""
+        return self._ingest_path("code", path, options)
+
+    def _ingest_path(self, what: str, path: str | Path, options: dict[str, Any]) -> ScanReport:
+        body: dict[str, Any] = {k: options[k] for k in ("project", "dry_run", "agent") if k in options}
+        body["path"] = str(path)
+        return self._call("POST", f"/v1/ingest/{what}", ScanReport, json=body)  # type: ignore[no-any-return]
 
     def health(self) -> bool:
         try:

@@ -19,8 +19,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from agentmem import audit, lifecycle, validate
+from agentmem import admission, audit, lifecycle, validate
 from agentmem import consolidate as consolidation
+from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.config import Config
 from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
@@ -711,6 +712,23 @@ class Memory:
             schema_version=LATEST,
             embedding_model=self.embedder.name,
         )
+
+    # -- admission: conversations, notes and source trees (see agentmem.admission) --
+
+    def ingest_conversation(
+        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
+    ) -> ScanReport:
+        """A session's messages (a JSON / JSON Lines file, or a list of messages) through the admission
+        policy into memories. Options: session, include_assistant, dry_run, agent, actor, progress."""
+        return admission.ingest_conversation(self, conversation, project=project, **options)
+
+    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
+        """A directory of Markdown notes through the admission policy (`file:line` provenance)."""
+        return admission.ingest_notes(self, path, project=project, **options)
+
+    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
+        """A source tree's declarations and their documentation through the admission policy."""
+        return admission.ingest_code(self, path, project=project, **options)
 
 
 def _project(new: NewMemory) -> str:

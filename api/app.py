@@ -27,7 +27,7 @@ from agentmem.errors import (
 from api import metrics
 from api.auth import Authenticator, principal
 from api.deps import memory
-from api.routes import admin, consolidation, lifecycle, memories, search, transfer
+from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
 from indexes.docs import IndexFailure
@@ -167,6 +167,9 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             search.context,
             transfer.export,
             transfer.import_,
+            ingest.conversation,
+            ingest.notes,
+            ingest.code,
         ],
         dependencies={"who": Provide(principal), "mem": Provide(memory, sync_to_thread=False)},
         exception_handlers={

@@ -6,6 +6,7 @@ from datetime import datetime
 
 import msgspec
 
+from agentmem.admission.conversation import Message
 from agentmem.audit import AuditEntry
 from agentmem.records import Hit, MemoryVersion, Triple
 
@@ -145,3 +146,23 @@ class ConsolidateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
 
 class EndSessionRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     project: str | None = None
+
+
+class IngestConversationRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A session's messages for the admission policy; tool and system messages are skipped, counted."""
+
+    messages: list[Message]
+    project: str | None = None
+    session: str | None = None
+    include_assistant: bool = False
+    dry_run: bool = False
+    agent: str | None = None
+
+
+class IngestPathRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A directory on the server (notes or a source tree) for the admission policy."""
+
+    path: str
+    project: str | None = None
+    dry_run: bool = False
+    agent: str | None = None

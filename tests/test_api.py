@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -263,6 +264,7 @@ def _import_body(n: int) -> bytes:
 
 
 # (method, path, body, least role, what a writer of another project gets)
+SMALL_TREE = str(Path(__file__).parent.parent / "api" / "routes")
 ROUTES: list[tuple[str, str, Any, str | None, int]] = [
     ("GET", "/health", None, None, 200),
     ("GET", "/ready", None, None, 200),
@@ -289,6 +291,10 @@ ROUTES: list[tuple[str, str, Any, str | None, int]] = [
     ("GET", "/v1/memories/1/provenance", None, "read", 404),
     ("POST", "/v1/consolidate", {"projects": ["shop"]}, "write", 403),
     ("POST", "/v1/sessions/matrix/end", {"project": "shop"}, "write", 403),
+    ("POST", "/v1/ingest/conversation", {"messages": [{"role": "user", "content": "I live in Oslo."}],
+                                         "project": "shop", "dry_run": True}, "write", 403),
+    ("POST", "/v1/ingest/notes", {"path": SMALL_TREE, "project": "shop", "dry_run": True}, "admin", 403),
+    ("POST", "/v1/ingest/code", {"path": SMALL_TREE, "project": "shop", "dry_run": True}, "admin", 403),
 ]
 LEVEL = {"read": 0, "write": 1, "admin": 2}
 

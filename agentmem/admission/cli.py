@@ -1,0 +1,63 @@
+"""`agentmem ingest conversation FILE | notes DIR | code DIR`: the admission scans from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+from agentmem.admission.scan import ScanReport
+
+
+def add_ingest(sub: Any) -> None:
+    """The `ingest` subcommand and its three sources."""
+    p = sub.add_parser("ingest", help="turn a conversation, notes or a source tree into memories (admission policy)")
+    which = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    for name, arg, text in (
+        ("conversation", "file", "a session's messages: JSON or JSON Lines (role, content, time, id)"),
+        ("notes", "dir", "a directory of Markdown notes"),
+        ("code", "dir", "a source tree: declarations and their documentation"),
+    ):
+        s = which.add_parser(name, help=text)
+        s.add_argument(arg, metavar=arg.upper())
+        s.add_argument("--project", default=os.environ.get("AGENTMEM_PROJECT", "default"))
+        s.add_argument("--dry-run", action="store_true", help="admit nothing; list what would be and why not")
+        s.add_argument("--agent")
+        s.add_argument("--show-rejected", action="store_true", help="list rejected candidates (always on a dry run)")
+        if name == "conversation":
+            s.add_argument("--session", help="session id (default: the file's, else its name)")
+            s.add_argument("--assistant", action="store_true", help="also propose claims from assistant turns")
+
+
+def report_text(r: ScanReport, show_rejected: bool) -> str:
+    verb = "would admit" if r.dry_run else "admitted"
+    reasons = ", ".join(f"{k} {v}" for k, v in r.rejected_by_reason.items()) or "none"
+    skipped = ", ".join(f"{k} {v}" for k, v in r.skipped.items()) or "none"
+    outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
+    lines = [
+        f"{r.source} scan of {r.target} ({r.status}): {verb} {r.admitted} of {r.candidates} candidates "
+        f"from {r.units} {'messages' if r.source == 'conversation' else 'files'}"
+        + (f" ({outcomes})" if outcomes else ""),
+        f"  rejected: {reasons}",
+        f"  skipped: {skipped}",
+    ]
+    lines += [f"  + {i.ref} [{i.kind}] {i.text}" + (f" -> {i.outcome} #{i.memory_id}" if i.outcome else "")
+              for i in r.admitted_items[:200]]  # fmt: skip
+    if show_rejected or r.dry_run:
+        lines += [f"  - {i.ref} ({i.reason}) {i.text[:160]}" for i in r.rejected_items[:500]]
+    return "\n".join(lines)
+
+
+def run_ingest(args: argparse.Namespace, mem: Any, out: Callable[[argparse.Namespace, Any, str], None]) -> None:
+    """Run one scan on a Memory (with a progress bar) or through a Client."""
+    options: dict[str, Any] = {"project": args.project, "dry_run": args.dry_run, "agent": args.agent}
+    if not hasattr(mem, "_http"):  # in process: a progress bar on long scans (on a terminal)
+        options["progress"] = True
+    if args.source == "conversation":
+        report = mem.ingest_conversation(args.file, session=args.session, include_assistant=args.assistant, **options)
+    elif args.source == "notes":
+        report = mem.ingest_notes(args.dir, **options)
+    else:
+        report = mem.ingest_code(args.dir, **options)
+    out(args, report, report_text(report, args.show_rejected))

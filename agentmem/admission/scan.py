@@ -1,0 +1,320 @@
+"""Running a scan: candidates from a source, the policy's verdicts, the remember path, one audit record.
+
+Every scan, completed or failed, dry run or not, writes one `ingest` audit entry: its source and
+target, start and end, status, how many candidates were admitted and rejected (by reason), how
+many files or messages were skipped (by reason) and what remember() did (created, reinforced,
+superseded). Never the text of a message, and for a failure only the error's class name.
+Admitted candidates go through `Memory.remember`, so repeats reinforce and changes supersede.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+from tqdm import tqdm
+
+from agentmem import audit, validate
+from agentmem.admission import code, conversation, files, notes
+from agentmem.admission.conversation import Message
+from agentmem.admission.extract import Candidate
+from agentmem.audit import AuditEntry
+from agentmem.errors import ValidationError
+from agentmem.records import NewMemory
+from agentmem.text import sha256
+
+if TYPE_CHECKING:
+    from agentmem.memory import Memory
+
+log = logging.getLogger("agentmem")
+
+MAX_LISTED = 1000  # items a report lists in full; counts are always exact
+Source = Literal["conversation", "note", "code"]
+
+
+class ScanItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One candidate: admitted (with what remember() did) or rejected (with the reason)."""
+
+    text: str
+    ref: str
+    reason: str | None = None
+    claim: str | None = None
+    kind: str | None = None
+    outcome: str | None = None  # created | reinforced | superseded | unchanged; None on a dry run or rejected
+    memory_id: int | None = None
+
+
+class ScanReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What one scan read, admitted and rejected (and, on a dry run, would have admitted)."""
+
+    source: Source
+    target: str
+    project: str
+    dry_run: bool
+    status: Literal["completed", "failed"]
+    started_at: datetime
+    ended_at: datetime
+    units: int  # messages or files read
+    candidates: int
+    admitted: int
+    rejected: int
+    rejected_by_reason: dict[str, int]
+    skipped: dict[str, int]  # messages or files not read, by reason
+    outcomes: dict[str, int]
+    admitted_items: list[ScanItem]
+    rejected_items: list[ScanItem]
+    items_truncated: bool
+    error: str | None = None
+    audit_id: int | None = None
+
+
+class Scan:
+    """The running state of one scan; `offer` each candidate, then `finish`."""
+
+    def __init__(
+        self, mem: Memory, source: Source, target: str, project: str, *, dry_run: bool, actor: str, agent: str | None
+    ) -> None:
+        self.mem, self.source, self.target, self.project = mem, source, target, project
+        self.dry_run, self.actor, self.agent = dry_run, actor, agent
+        self.started = mem.clock()
+        self.units = 0
+        self.skipped: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()
+        self.outcomes: Counter[str] = Counter()
+        self.admitted = 0
+        self.admitted_items: list[ScanItem] = []
+        self.rejected_items: list[ScanItem] = []
+        self.truncated = False
+
+    def _list(self, into: list[ScanItem], item: ScanItem) -> None:
+        if len(into) < MAX_LISTED:
+            into.append(item)
+        else:
+            self.truncated = True
+
+    def offer(self, c: Candidate, *, session: str | None = None, time: datetime | None = None) -> None:
+        """Reject it with its reason, or admit it through remember() (not on a dry run)."""
+        item = ScanItem(text=c.text[:2000], ref=c.ref, reason=c.reason, claim=c.claim, kind=c.kind)
+        if c.reason is not None or c.kind is None:
+            self.rejected[c.reason or "no_claim"] += 1
+            self._list(self.rejected_items, item)
+            return
+        seen = self._seen(c)
+        if seen is not None:  # the same statement from the same place, scanned before: nothing new
+            self.outcomes["unchanged"] += 1
+            item = msgspec.structs.replace(item, outcome="unchanged", memory_id=seen)
+        elif not self.dry_run:
+            new = NewMemory(
+                content=c.text,
+                project=self.project,
+                kind=c.kind if c.kind in self.mem.config.kinds else "fact",
+                title=c.title,
+                triple=c.triple,
+                agent=self.agent,
+                session=session,
+                source=self.source,
+                source_ref=c.ref,
+                valid_from=time,
+            )
+            try:
+                result = self.mem.remember(new, actor=self.actor)
+            except ValidationError:
+                self.rejected["invalid"] += 1
+                self._list(self.rejected_items, msgspec.structs.replace(item, reason="invalid"))
+                return
+            self.outcomes[result.outcome] += 1
+            item = msgspec.structs.replace(item, outcome=result.outcome, memory_id=result.memory.id)
+        self.admitted += 1
+        self._list(self.admitted_items, item)
+
+    def _seen(self, c: Candidate) -> int | None:
+        """The version that already holds this exact statement from this exact place (a re-scan), if any."""
+        row = (
+            self.mem.store.cursor()
+            .execute(
+                "SELECT id FROM memories WHERE project = ? AND source = ? AND source_ref = ? AND content_hash = ? "
+                "ORDER BY id DESC LIMIT 1",
+                [self.project, self.source, c.ref, sha256(c.text.strip())],
+            )
+            .fetchone()
+        )
+        return int(row[0]) if row else None
+
+    def finish(self, status: Literal["completed", "failed"], error: str | None = None) -> ScanReport:
+        """The report, after writing the scan's audit entry."""
+        ended = self.mem.clock()
+        report = ScanReport(
+            source=self.source,
+            target=self.target,
+            project=self.project,
+            dry_run=self.dry_run,
+            status=status,
+            started_at=self.started,
+            ended_at=ended,
+            units=self.units,
+            candidates=self.admitted + sum(self.rejected.values()),
+            admitted=self.admitted,
+            rejected=sum(self.rejected.values()),
+            rejected_by_reason=dict(sorted(self.rejected.items())),
+            skipped=dict(sorted(self.skipped.items())),
+            outcomes=dict(sorted(self.outcomes.items())),
+            admitted_items=self.admitted_items,
+            rejected_items=self.rejected_items,
+            items_truncated=self.truncated,
+            error=error,
+        )
+        entry = AuditEntry(
+            created_at=ended,
+            action="ingest",
+            actor=self.actor,
+            project=self.project,
+            affected=self.admitted if not self.dry_run else 0,
+            reason=status,
+            details={
+                "source": self.source,
+                "target": self.target,
+                "status": status,
+                "dry_run": self.dry_run,
+                "started": self.started.isoformat(),
+                "ended": ended.isoformat(),
+                "units": self.units,
+                "admitted": self.admitted,
+                "rejected": report.rejected,
+                "rejected_by_reason": report.rejected_by_reason,
+                "skipped": report.skipped,
+                "outcomes": report.outcomes,
+                **({"error": error} if error else {}),
+            },
+        )
+        mem = self.mem
+        with mem._write, mem.store.transaction() as tx:
+            audit.write(tx, [entry])
+            row = tx.execute("SELECT value FROM counters WHERE name = 'audit_seq'").fetchone()
+        return msgspec.structs.replace(report, audit_id=int(row[0]) if row else None)
+
+
+def run(
+    mem: Memory,
+    source: Source,
+    target: str,
+    project: str | None,
+    body: Callable[[Scan], None],
+    *,
+    dry_run: bool,
+    actor: str,
+    agent: str | None,
+) -> ScanReport:
+    """Run `body` as one scan: a failure half-way is recorded as a failed scan, then raised."""
+    checked = validate.name(project, "project", mem.config, required=True)
+    assert checked is not None
+    scan = Scan(
+        mem,
+        source,
+        target[-200:],
+        checked,
+        dry_run=dry_run,
+        actor=actor,
+        agent=validate.name(agent, "agent", mem.config),
+    )
+    try:
+        body(scan)
+    except BaseException as exc:
+        try:
+            scan.finish("failed", type(exc).__name__)  # the class only: never a provider's error text
+        except Exception:  # recording the failure must not hide the failure itself
+            log.exception("could not record the failed %s scan", source)
+        raise
+    return scan.finish("completed")
+
+
+def _bar(items: Iterable[Any], progress: bool, desc: str, total: int | None = None) -> Iterable[Any]:
+    return tqdm(items, desc=desc, total=total, unit="", disable=None if progress else True, leave=False)
+
+
+def ingest_conversation(
+    mem: Memory,
+    conv: str | Path | Sequence[Message | dict[str, Any]],
+    *,
+    project: str | None,
+    session: str | None = None,
+    include_assistant: bool = False,
+    dry_run: bool = False,
+    agent: str | None = None,
+    actor: str = "local",
+    progress: bool = False,
+) -> ScanReport:
+    """A conversation (a file, or its messages) through the policy; admitted candidates are remembered."""
+    target = str(conv) if isinstance(conv, str | Path) else (session or "messages")
+
+    def body(scan: Scan) -> None:
+        if isinstance(conv, str | Path):
+            parsed = conversation.load(conv)
+        else:
+            raws = [msgspec.to_builtins(m) if isinstance(m, Message) else m for m in conv]
+            msgs = [conversation.message(r, n) for n, r in enumerate(raws)]
+            parsed = conversation.Conversation(
+                session=None,
+                messages=[m for m in msgs if isinstance(m, Message)],
+                skipped=dict(Counter(m for m in msgs if isinstance(m, str))),
+            )
+        scan.skipped.update(parsed.skipped)
+        sid = validate.name(session or parsed.session or "session", "session", mem.config) or "session"
+        scan.units = len(parsed.messages) + sum(parsed.skipped.values())
+        bar = _bar(parsed.messages, progress, "messages")
+        for m, c in conversation.candidates(bar, sid, include_assistant=include_assistant, skipped=scan.skipped):
+            scan.offer(c, session=sid, time=m.time)
+
+    return run(mem, "conversation", target, project, body, dry_run=dry_run, actor=actor, agent=agent)
+
+
+def ingest_notes(
+    mem: Memory,
+    path: str | Path,
+    *,
+    project: str | None,
+    dry_run: bool = False,
+    agent: str | None = None,
+    actor: str = "local",
+    progress: bool = False,
+    max_bytes: int = files.MAX_FILE_BYTES,
+) -> ScanReport:
+    """A directory of Markdown notes through the policy, each admitted memory keeping `file:line`."""
+
+    def body(scan: Scan) -> None:
+        for rel, text in _bar(files.walk(path, notes.SUFFIXES, scan.skipped, max_bytes=max_bytes), progress, "notes"):
+            scan.units += 1
+            for c in notes.candidates(rel, text):
+                scan.offer(c)
+
+    return run(mem, "note", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)
+
+
+def ingest_code(
+    mem: Memory,
+    path: str | Path,
+    *,
+    project: str | None,
+    dry_run: bool = False,
+    agent: str | None = None,
+    actor: str = "local",
+    progress: bool = False,
+    max_bytes: int = files.MAX_FILE_BYTES,
+) -> ScanReport:
+    """A source tree's declarations and documentation through the policy, with `file:line`."""
+
+    def body(scan: Scan) -> None:
+        for rel, text in _bar(files.walk(path, code.SUFFIXES, scan.skipped, max_bytes=max_bytes), progress, "files"):
+            decls = code.declarations(rel, text)
+            if decls is None:
+                scan.skipped["unparseable"] += 1
+                continue
+            scan.units += 1
+            for c in code.candidates(rel, decls):
+                scan.offer(c)
+
+    return run(mem, "code", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)
