@@ -113,8 +113,16 @@ class HttpBackend:
 
     def observe(self, items: list[NewMemory]) -> list[int]:
         body = [
-            {"content": m.content, "project": m.project, "agent": m.agent, "session": m.session, "kind": m.kind,
-             "tool": m.title, "source_ref": m.source_ref, "salience": m.salience}  # fmt: skip
+            {
+                "content": m.content,
+                "project": m.project,
+                "agent": m.agent,
+                "session": m.session,
+                "kind": m.kind,
+                "tool": m.title,
+                "source_ref": m.source_ref,
+                "salience": m.salience,
+            }  # fmt: skip
             for m in items
         ]
         return self.client.observe([{k: v for k, v in o.items() if v is not None} for o in body])
@@ -126,7 +134,9 @@ class HttpBackend:
         try:
             return self.client.delete(reason=reason, ids=ids, lineages=lineages)
         except AccessDeniedError as exc:
-            raise AccessDeniedError(f"{exc} (forget is a governance delete: the service needs an admin token)") from None
+            raise AccessDeniedError(
+                f"{exc} (forget is a governance delete: the service needs an admin token)"
+            ) from None
 
     def close(self) -> None:
         self.client.close()
@@ -203,8 +213,8 @@ class Scoped:
             return self.settings.project
         if requested not in self.settings.projects:
             raise AccessDeniedError(
-                f"project {requested!r} is not allowed for this MCP server (allowed: {', '.join(self.settings.projects)}"
-                "); omit `project` to use the configured one"
+                f"project {requested!r} is not allowed for this MCP server "
+                f"(allowed: {', '.join(self.settings.projects)}); omit `project` to use the configured one"
             )
         return requested
 

@@ -71,7 +71,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
         except AgentMemError as exc:
             raise _fail(exc, settings) from exc
 
-    @server.tool(annotations=ToolAnnotations(destructiveHint=False, idempotentHint=True))
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
     def remember(
         content: Annotated[str, Field(min_length=1, description="The memory as one self-contained sentence.")],
         kind: Annotated[
@@ -80,8 +80,10 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
         ] = "fact",
         key: Annotated[
             str | None,
-            Field(description="A stable slot such as 'db.engine' or 'user.editor'. Remembering the same key again "
-                  "supersedes the old value (kept in history). Use one for anything that may change."),  # fmt: skip
+            Field(
+                description="A stable slot such as 'db.engine' or 'user.editor'. Remembering the same key again "
+                "supersedes the old value (kept in history). Use one for anything that may change."
+            ),  # fmt: skip
         ] = None,
         title: Annotated[str | None, Field(description="A short title (optional).")] = None,
         ttl_days: Annotated[
@@ -94,8 +96,9 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
         statement with a new value). The reply says which, and lists near duplicates worth checking."""
 
         def run() -> dict[str, Any]:
-            item = NewMemory(content=content, project=scoped.project(project), kind=kind, key=key, title=title,
-                             ttl_days=ttl_days, agent=settings.agent, session=settings.session, source="mcp")  # fmt: skip
+            where = scoped.project(project)
+            item = NewMemory(content=content, project=where, kind=kind, key=key, title=title, ttl_days=ttl_days,
+                             agent=settings.agent, session=settings.session, source="mcp")  # fmt: skip
             r = scoped.open().remember(item)
             reply: dict[str, Any] = {"outcome": r.outcome, "memory": memory_view(r.memory)}
             if r.superseded_id is not None:
@@ -106,7 +109,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def recall(
         query: Annotated[str, Field(min_length=1, description="What you want to know, in plain words.")],
         k: Annotated[int, Field(ge=1, le=50, description="How many memories to return.")] = 8,
@@ -131,7 +134,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def context(
         query: Annotated[str, Field(min_length=1, description="The task or question the context is for.")],
         max_memories: Annotated[int, Field(ge=1, le=100)] = 12,
@@ -149,7 +152,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def history(
         memory_id: Annotated[int, Field(ge=1, description="Any version's id in the lineage.")],
     ) -> dict[str, Any]:
@@ -162,7 +165,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(destructiveHint=True, idempotentHint=True))
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
     def forget(
         memory_id: Annotated[int, Field(ge=1, description="The memory to erase.")],
         reason: Annotated[str, Field(min_length=3, description="Why it must go (kept in the audit log).")],
@@ -182,10 +185,12 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(destructiveHint=False))
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False))
     def observe(
         content: Annotated[str, Field(min_length=1, description="What happened or what you noticed.")],
-        kind: Annotated[str, Field(pattern="^(observation|event)$", description="observation or event")] = "observation",
+        kind: Annotated[
+            str, Field(pattern="^(observation|event)$", description="observation or event")
+        ] = "observation",
         tool: Annotated[str | None, Field(description="The tool or command involved, if any.")] = None,
         session: Annotated[str | None, Field(description="Leave empty for this server's session.")] = None,
         project: ProjectArg = None,
@@ -194,13 +199,14 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
         never replace memories; `end_session` turns a session's observations into one episodic memory."""
 
         def run() -> dict[str, Any]:
-            item = NewMemory(content=content, project=scoped.project(project), kind=kind, tier="working", title=tool,
-                             agent=settings.agent, session=session or settings.session, source="mcp", salience=0.3)  # fmt: skip
+            where, session_id = scoped.project(project), session or settings.session
+            item = NewMemory(content=content, project=where, kind=kind, tier="working", title=tool,
+                             agent=settings.agent, session=session_id, source="mcp", salience=0.3)  # fmt: skip
             return {"id": scoped.open().observe([item])[0], "session": item.session}
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(destructiveHint=False, idempotentHint=True))
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
     def end_session(
         session: Annotated[str | None, Field(description="Leave empty for this server's session.")] = None,
         project: ProjectArg = None,
@@ -251,7 +257,7 @@ def add_mcp(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     p.add_argument("--port", type=int, default=8421, help="HTTP transport: port (default 8421, path /mcp)")
     p.add_argument("--project", help="the project tools act on (env AGENTMEM_PROJECT; default 'default')")
     p.add_argument("--allow-project", action="append", default=[], dest="allow",
-                   help="another project a tool call may name (repeat; env AGENTMEM_MCP_PROJECTS, comma-separated)")  # fmt: skip
+                   help="another project a tool call may name (repeat; env AGENTMEM_MCP_PROJECTS)")  # fmt: skip
     p.add_argument("--agent", help="agent name recorded on what it writes (env AGENTMEM_AGENT)")
     p.add_argument("--session", help="session id for observations (env AGENTMEM_SESSION; default: a new one)")
 
