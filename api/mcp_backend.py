@@ -18,7 +18,7 @@ import msgspec
 
 from agentmem.consolidate import EpisodeResult
 from agentmem.context import Context, build
-from agentmem.errors import AccessDeniedError, NotFoundError
+from agentmem.errors import AccessDeniedError, NotFoundError, ValidationError
 from agentmem.lifecycle import DeleteReport
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult
 
@@ -57,7 +57,10 @@ def load_settings(
     env = os.environ
     main = project or env.get("AGENTMEM_PROJECT") or "default"
     extra = list(allow) or [p.strip() for p in env.get("AGENTMEM_MCP_PROJECTS", "").split(",")]
-    timeout = float(env.get("AGENTMEM_TIMEOUT", "30"))
+    try:
+        timeout = float(env.get("AGENTMEM_TIMEOUT", "30"))
+    except ValueError:
+        raise ValidationError(f"AGENTMEM_TIMEOUT: expected seconds, not {env['AGENTMEM_TIMEOUT']!r}") from None
     return McpSettings(
         project=main,
         projects=tuple(dict.fromkeys([main, *(p for p in extra if p)])),
