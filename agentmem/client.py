@@ -70,7 +70,7 @@ class _Rebuild(msgspec.Struct):
 class Client:
     """Talks to a running agentmem service; raises the same AgentMemError tree as the core."""
 
-    def __init__(self, url: str, *, token: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, *, token: str | None = None, timeout: float | httpx.Timeout = 60.0) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
 

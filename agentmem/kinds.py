@@ -34,7 +34,7 @@ KINDS: dict[str, KindSpec] = {
 
 TIERS = ("working", "episodic", "semantic", "procedural")
 STATUSES = ("active", "superseded", "archived", "expired", "deleted")
-SOURCES = ("api", "cli", "conversation", "note", "code", "consolidation", "import")
+SOURCES = ("api", "cli", "conversation", "note", "code", "consolidation", "import", "mcp")
 LINK_KINDS = ("derived_from", "evidence", "supersedes")
 
 

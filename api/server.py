@@ -69,9 +69,16 @@ def add_serve(sub: Any) -> dict[str, Any]:
     return {"serve": serve}
 
 
+def add_commands(sub: Any) -> dict[str, Any]:
+    """`serve` and `mcp` for agentmem's CLI."""
+    from api.mcp_server import add_mcp
+
+    return {**add_serve(sub), **add_mcp(sub)}
+
+
 def entry() -> None:
     import sys
 
     from agentmem.cli import main
 
-    sys.exit(main(extra=add_serve))
+    sys.exit(main(extra=add_commands))

@@ -32,14 +32,15 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, tokens: str = ENV_TOKENS) -> None:
         self.data = data
+        self.tokens = tokens
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "AGENTMEM_TOKENS": ENV_TOKENS, "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "AGENTMEM_TOKENS": self.tokens, "HF_HUB_OFFLINE": "1"}
         cmd = [sys.executable, "-m", "agentmem", "--data-dir", str(self.data), "serve", "--port", str(self.port)]
         self.proc = subprocess.Popen(
             cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(self.data.parent / "server.log", "ab")

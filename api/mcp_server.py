@@ -1,0 +1,283 @@
+"""`agentmem mcp`: agentmem's tools and resources for any Model Context Protocol host, over stdio or HTTP.
+
+Tools: remember, recall, context, history, forget, observe, end_session. Resources:
+agentmem://memories/{id} and agentmem://memories/{id}/history. Project and agent come from the
+configuration (see api.mcp_backend); every agentmem error comes back as an MCP error result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field
+
+from agentmem.errors import (
+    AccessDeniedError,
+    AgentMemError,
+    NotFoundError,
+    ServiceUnavailableError,
+    StoreLockedError,
+    ValidationError,
+)
+from agentmem.records import NewMemory
+from api.mcp_backend import McpSettings, Scoped, load_settings, memory_view
+
+T = TypeVar("T")
+
+INSTRUCTIONS = """\
+agentmem is your long-term memory for this project. It keeps one current version of each fact and the
+history of what it replaced.
+- At the start of a task, call `context` with what the task is about to load what is already known.
+- When you learn something durable (a decision, a preference, a config value, a lesson), call `remember`.
+  Give a stable `key` (e.g. "db.engine") to anything that may change later: remembering the same key
+  again replaces the old value, and the old one stays in `history`.
+- Use `recall` to search; `as_of` asks what was true at a past time.
+- `observe` logs raw events of this session; `end_session` turns them into one episodic memory.
+- `forget` erases content for good (governance delete, needs a reason); prefer superseding with `remember`.
+"""
+
+ProjectArg = Annotated[
+    str | None,
+    Field(description="Leave empty: the configured project is used. Only projects this server allows are accepted."),
+]
+
+
+def _fail(exc: AgentMemError, settings: McpSettings) -> Exception:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    if isinstance(exc, ServiceUnavailableError):
+        return ToolError(f"{exc}. Is `agentmem serve` running there? (AGENTMEM_URL={settings.url})")
+    if isinstance(exc, StoreLockedError):
+        return ToolError(f"{exc}. Another process owns the data directory: set AGENTMEM_URL to use its service.")
+    prefix = {ValidationError: "invalid input", NotFoundError: "not found", AccessDeniedError: "not allowed"}
+    return ToolError(f"{next((p for c, p in prefix.items() if isinstance(exc, c)), 'agentmem error')}: {exc}")
+
+
+def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
+    """The MCPServer with agentmem's tools and resources, and the backend it uses (not opened yet)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceError
+    from mcp.types import ToolAnnotations
+
+    scoped = Scoped(settings)
+    server: Any = MCPServer("agentmem", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def call(fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except AgentMemError as exc:
+            raise _fail(exc, settings) from exc
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    def remember(
+        content: Annotated[str, Field(min_length=1, description="The memory as one self-contained sentence.")],
+        kind: Annotated[
+            str,
+            Field(description="fact, preference, decision, config, identity, lesson, procedure, event or observation"),
+        ] = "fact",
+        key: Annotated[
+            str | None,
+            Field(
+                description="A stable slot such as 'db.engine' or 'user.editor'. Remembering the same key again "
+                "supersedes the old value (kept in history). Use one for anything that may change."
+            ),  # fmt: skip
+        ] = None,
+        title: Annotated[str | None, Field(description="A short title (optional).")] = None,
+        ttl_days: Annotated[
+            float | None, Field(gt=0, le=36500, description="Forget automatically after this many days.")
+        ] = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """Store a durable memory. agentmem decides whether it is new (created), says the same as a current
+        memory (reinforced), or replaces one (superseded: same key, same subject and predicate, or the same
+        statement with a new value). The reply says which, and lists near duplicates worth checking."""
+
+        def run() -> dict[str, Any]:
+            where = scoped.project(project)
+            item = NewMemory(content=content, project=where, kind=kind, key=key, title=title, ttl_days=ttl_days,
+                             agent=settings.agent, session=settings.session, source="mcp")  # fmt: skip
+            r = scoped.open().remember(item)
+            reply: dict[str, Any] = {"outcome": r.outcome, "memory": memory_view(r.memory)}
+            if r.superseded_id is not None:
+                reply |= {"superseded_id": r.superseded_id, "reason": r.reason}
+            if r.near_duplicates:
+                reply["near_duplicates"] = [{"id": d.id, "content": d.content} for d in r.near_duplicates]
+            return reply
+
+        return call(run)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def recall(
+        query: Annotated[str, Field(min_length=1, description="What you want to know, in plain words.")],
+        k: Annotated[int, Field(ge=1, le=50, description="How many memories to return.")] = 8,
+        kinds: Annotated[list[str], Field(description="Only these kinds (empty: all).")] = [],  # noqa: B006
+        as_of: Annotated[
+            str | None,
+            Field(description="ISO 8601 time, e.g. 2026-01-31T00:00:00Z: answer with what was valid then."),
+        ] = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """Search memories, best first: current ones only (superseded versions never come back), or with
+        `as_of` the versions that were valid at that time. `has_history` marks memories that replaced older
+        versions; read them with `history`."""
+
+        def run() -> dict[str, Any]:
+            hits = scoped.open().recall(query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of)
+            return {
+                "hits": [
+                    {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)} for h in hits
+                ]
+            }
+
+        return call(run)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def context(
+        query: Annotated[str, Field(min_length=1, description="The task or question the context is for.")],
+        max_memories: Annotated[int, Field(ge=1, le=100)] = 12,
+        token_budget: Annotated[int, Field(ge=16, le=32000, description="About 4 characters a token.")] = 1200,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """A bounded, prompt-ready working set: the current memories most relevant to `query`, one line each
+        with kind and since when it holds, within `token_budget`. Call it at the start of a task."""
+
+        def run() -> dict[str, Any]:
+            c = scoped.open().context(
+                query, project=scoped.project(project), max_memories=max_memories, token_budget=token_budget
+            )
+            return {"text": c.text or "(no relevant memories)", "memory_ids": c.memory_ids, "tokens": c.tokens}
+
+        return call(run)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def history(
+        memory_id: Annotated[int, Field(ge=1, description="Any version's id in the lineage.")],
+    ) -> dict[str, Any]:
+        """Every version of a memory, oldest first: what it said, when each version held (valid_from ..
+        valid_to), and what replaced it and why."""
+
+        def run() -> dict[str, Any]:
+            scoped.visible(memory_id)
+            return {"versions": [memory_view(v) for v in scoped.open().history(memory_id)]}
+
+        return call(run)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    def forget(
+        memory_id: Annotated[int, Field(ge=1, description="The memory to erase.")],
+        reason: Annotated[str, Field(min_length=3, description="Why it must go (kept in the audit log).")],
+        whole_history: Annotated[
+            bool, Field(description="true: erase every version of the memory; false: only this version.")
+        ] = True,
+    ) -> dict[str, Any]:
+        """Erase a memory's content for good (governance delete: secrets, personal data, things the user asked
+        to forget). A tombstone and an audit record remain. To correct or update a memory, use `remember`
+        with the same key instead: that keeps history."""
+
+        def run() -> dict[str, Any]:
+            scoped.visible(memory_id)
+            how = {"ids": [], "lineages": [memory_id]} if whole_history else {"ids": [memory_id], "lineages": []}
+            r = scoped.open().delete(reason=reason, scope=settings.projects, **how)
+            return {"deleted_versions": r.versions, "ids": r.ids}
+
+        return call(run)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def observe(
+        content: Annotated[str, Field(min_length=1, description="What happened or what you noticed.")],
+        kind: Annotated[
+            str, Field(pattern="^(observation|event)$", description="observation or event")
+        ] = "observation",
+        tool: Annotated[str | None, Field(description="The tool or command involved, if any.")] = None,
+        session: Annotated[str | None, Field(description="Leave empty for this server's session.")] = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """Log a raw observation of this session (not a durable fact: use `remember` for those). Observations
+        never replace memories; `end_session` turns a session's observations into one episodic memory."""
+
+        def run() -> dict[str, Any]:
+            where, session_id = scoped.project(project), session or settings.session
+            item = NewMemory(content=content, project=where, kind=kind, tier="working", title=tool,
+                             agent=settings.agent, session=session_id, source="mcp", salience=0.3)  # fmt: skip
+            return {"id": scoped.open().observe([item])[0], "session": item.session}
+
+        return call(run)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    def end_session(
+        session: Annotated[str | None, Field(description="Leave empty for this server's session.")] = None,
+        project: ProjectArg = None,
+    ) -> dict[str, Any]:
+        """The session is over: its observations become one episodic memory (created, or updated if the
+        session already had one). Fails with 'not found' if the session logged no observations."""
+
+        def run() -> dict[str, Any]:
+            e = scoped.open().end_session(session or settings.session, project=scoped.project(project))
+            return {"outcome": e.outcome, **({"memory": memory_view(e.memory)} if e.memory else {})}
+
+        return call(run)
+
+    def resource_call(fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except AgentMemError as exc:
+            raise ResourceError(str(_fail(exc, settings))) from exc
+
+    def parse_id(memory_id: str) -> int:
+        if not memory_id.isdigit() or int(memory_id) < 1:
+            raise ResourceError(f"invalid input: memory id must be a positive whole number, not {memory_id!r}")
+        return int(memory_id)
+
+    @server.resource("agentmem://memories/{memory_id}", mime_type="application/json")
+    def memory_resource(memory_id: str) -> str:
+        """One version of a memory, as JSON."""
+        return json.dumps(resource_call(lambda: memory_view(scoped.visible(parse_id(memory_id)))))
+
+    @server.resource("agentmem://memories/{memory_id}/history", mime_type="application/json")
+    def history_resource(memory_id: str) -> str:
+        """Every version of a memory's lineage, oldest first, as JSON."""
+
+        def run() -> list[dict[str, Any]]:
+            scoped.visible(parse_id(memory_id))
+            return [memory_view(v) for v in scoped.open().history(int(memory_id))]
+
+        return json.dumps(resource_call(run))
+
+    return server, scoped
+
+
+def add_mcp(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
+    """The `mcp` subcommand for agentmem's CLI."""
+    p = sub.add_parser("mcp", help="run the MCP server (stdio, or streamable HTTP with --transport http)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP transport: address (loopback only)")
+    p.add_argument("--port", type=int, default=8421, help="HTTP transport: port (default 8421, path /mcp)")
+    p.add_argument("--project", help="the project tools act on (env AGENTMEM_PROJECT; default 'default')")
+    p.add_argument("--allow-project", action="append", default=[], dest="allow",
+                   help="another project a tool call may name (repeat; env AGENTMEM_MCP_PROJECTS)")  # fmt: skip
+    p.add_argument("--agent", help="agent name recorded on what it writes (env AGENTMEM_AGENT)")
+    p.add_argument("--session", help="session id for observations (env AGENTMEM_SESSION; default: a new one)")
+
+    def run(args: argparse.Namespace) -> int:
+        from api.server import is_loopback
+
+        settings = load_settings(project=args.project, allow=args.allow, agent=args.agent, session=args.session,
+                                 url=args.url, token=args.token, data_dir=args.data_dir)  # fmt: skip
+        if args.transport == "http" and not is_loopback(args.host):
+            raise ValidationError(f"refusing to serve MCP over HTTP on {args.host}: it has no authentication of its "
+                                  "own; bind to 127.0.0.1")  # fmt: skip
+        server, scoped = build_server(settings)
+        scoped.preload()
+        try:
+            if args.transport == "stdio":
+                server.run("stdio")
+            else:
+                server.run("streamable-http", host=args.host, port=args.port)
+        finally:
+            scoped.close()
+        return 0
+
+    return {"mcp": run}
