@@ -7,7 +7,6 @@ configuration (see api.mcp_backend); every agentmem error comes back as an MCP e
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
@@ -23,7 +22,7 @@ from agentmem.errors import (
     ValidationError,
 )
 from agentmem.records import NewMemory
-from api.mcp_backend import McpSettings, Scoped, load_settings, memory_view
+from api.mcp_backend import McpSettings, Scoped, memory_view
 
 T = TypeVar("T")
 
@@ -247,37 +246,3 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
         return json.dumps(resource_call(run))
 
     return server, scoped
-
-
-def add_mcp(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
-    """The `mcp` subcommand for agentmem's CLI."""
-    p = sub.add_parser("mcp", help="run the MCP server (stdio, or streamable HTTP with --transport http)")
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP transport: address (loopback only)")
-    p.add_argument("--port", type=int, default=8421, help="HTTP transport: port (default 8421, path /mcp)")
-    p.add_argument("--project", help="the project tools act on (env AGENTMEM_PROJECT; default 'default')")
-    p.add_argument("--allow-project", action="append", default=[], dest="allow",
-                   help="another project a tool call may name (repeat; env AGENTMEM_MCP_PROJECTS)")  # fmt: skip
-    p.add_argument("--agent", help="agent name recorded on what it writes (env AGENTMEM_AGENT)")
-    p.add_argument("--session", help="session id for observations (env AGENTMEM_SESSION; default: a new one)")
-
-    def run(args: argparse.Namespace) -> int:
-        from api.server import is_loopback
-
-        settings = load_settings(project=args.project, allow=args.allow, agent=args.agent, session=args.session,
-                                 url=args.url, token=args.token, data_dir=args.data_dir)  # fmt: skip
-        if args.transport == "http" and not is_loopback(args.host):
-            raise ValidationError(f"refusing to serve MCP over HTTP on {args.host}: it has no authentication of its "
-                                  "own; bind to 127.0.0.1")  # fmt: skip
-        server, scoped = build_server(settings)
-        scoped.preload()
-        try:
-            if args.transport == "stdio":
-                server.run("stdio")
-            else:
-                server.run("streamable-http", host=args.host, port=args.port)
-        finally:
-            scoped.close()
-        return 0
-
-    return {"mcp": run}

@@ -71,7 +71,7 @@ def add_serve(sub: Any) -> dict[str, Any]:
 
 def add_commands(sub: Any) -> dict[str, Any]:
     """`serve` and `mcp` for agentmem's CLI."""
-    from api.mcp_server import add_mcp
+    from api.mcp_cli import add_mcp
 
     return {**add_serve(sub), **add_mcp(sub)}
 
