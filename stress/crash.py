@@ -11,7 +11,8 @@ text, governance-delete one of their own acknowledged memories, archive one of t
 SIGKILL after a random 0.5 to 4 seconds of load, restarts it, and checks, after every restart:
 
 - every acknowledged write is present, with its content (or its tombstone when a later
-  acknowledged delete erased it) and its version chain (the version it superseded points to it);
+  delete erased it: an acknowledged one, or one sent and cut off by the kill, which the
+  writer logged as an intent first) and its version chain (the version it superseded points to it);
 - nothing is half-present: every lineage has exactly one latest version, every superseded
   version names an existing successor in its lineage, tombstones have no content;
 - the indexes hold exactly the latest active versions (POST /v1/check) and /ready is green;
@@ -124,6 +125,7 @@ def writer(n: int, url: str, log_path: str, stop: Any, seed: int) -> None:
                         mine.append(body["memory"]["id"])
                 elif roll < 0.85 and mine:
                     victim = mine.pop(rng.randrange(len(mine)))
+                    ack({"op": "delete-intent", "id": victim})  # a kill mid-call may leave it done, unacknowledged
                     r = http.post("/v1/delete", json={"ids": [victim], "reason": f"campaign delete {i}"})
                     if r.status_code == 200:
                         ack({"op": "delete", "id": victim, "versions": r.json()["versions"]})
@@ -173,8 +175,8 @@ def check(url: str, acks: list[dict[str, Any]]) -> dict[str, Any]:
             cursor = page["next_cursor"]
             if not cursor:
                 break
-        deleted = {a["id"] for a in acks if a["op"] == "delete"}
-        erased = set(deleted)  # a delete erases exactly that version
+        erased = {a["id"] for a in acks if a["op"] == "delete"}  # a delete erases exactly that version
+        maybe = {a["id"] for a in acks if a["op"] == "delete-intent"} - erased  # sent, never answered
         for a in acks:
             if a["op"] != "remember":
                 continue
@@ -182,7 +184,7 @@ def check(url: str, acks: list[dict[str, Any]]) -> dict[str, Any]:
             if v is None:
                 problems.append(f"acknowledged memory {a['id']} is missing")
                 continue
-            if a["id"] in erased:
+            if a["id"] in erased or (a["id"] in maybe and v["status"] == "deleted"):
                 if v["status"] != "deleted" or v["content"]:
                     problems.append(f"deleted memory {a['id']} still has content or status {v['status']}")
             elif a["outcome"] != "reinforced" and v["content"] != a["content"]:
