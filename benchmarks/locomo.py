@@ -176,11 +176,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
+    p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/locomo.json")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render_only:
+        write_outputs(json.loads((args.out / "locomo.json").read_text()), args.out)
+        return 0
     given = list(sys.argv[1:] if argv is None else argv)
     command = " ".join(["python -m benchmarks.locomo", *([shlex.join(given)] if given else [])])
     started = time.perf_counter()

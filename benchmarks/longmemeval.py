@@ -13,13 +13,16 @@ question's haystack alone, as in the baseline. The haystack sessions are written
 the clock at the question's date, so that decay and recency are computed as of then.
 Hits (memories, each naming its session) are rolled up to a ranking of sessions.
 
-Cuts (what one memory is):
+Cuts (what one memory is; all but `turns` run by default, `--cuts` picks):
   user-turns          each user turn (assistant replies are not stored)
   turns               each turn, user and assistant
-  user-turns+session  each user turn, plus the whole session as one more memory
+  user-turns+session  each user turn, plus the whole session as one more memory (the default)
   session             the whole session as one memory
 
-Roll-ups (memory hits to sessions): max, sum3, decay (see benchmarks.conversations.roll_up).
+Memories are of kind "event" (a thing that was said stays true: no decay). Ablations on the
+default cut: the same store asked with currentness weighting off (relevance alone), and a
+store whose memories are of kind "observation" (7-day half-life). Roll-ups (memory hits to
+sessions): max, sum3, decay (see benchmarks.conversations.roll_up).
 
 Baseline, built straight on the libraries: Tantivy BM25 (en_stem) over whole sessions,
 MiniLM cosine over user turns max-pooled to sessions, reciprocal rank fusion (k=60).
@@ -44,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from agentmem import Memory, NewMemory
@@ -67,6 +71,7 @@ from benchmarks.conversations import (
 from indexes.embed import SentenceTransformerEmbedder
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
+RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
 DEFAULT_CUT, DEFAULT_ROLLUP, DEFAULT_KIND = "user-turns+session", "max", "event"
 BASELINE = "baseline"
 PROJECT = "lme"
@@ -79,19 +84,24 @@ TARGET = {"r5": 98.0, "r10": 99.5, "ndcg10": 93.5}
 
 
 class Run:
-    """One agentmem configuration: how sessions are cut into memories, their kind, the ranking weights."""
+    """One agentmem store per question: how sessions are cut into memories and their kind.
 
-    def __init__(self, cut: str, kind: str = DEFAULT_KIND, currentness: float | None = None) -> None:
-        self.cut, self.kind, self.currentness = cut, kind, currentness
+    `also_flat` asks the same store a second time with currentness weighting off
+    (Weights(currentness=0): relevance alone), to measure what decay and recency do.
+    """
+
+    def __init__(self, cut: str, kind: str = DEFAULT_KIND, also_flat: bool = False) -> None:
+        self.cut, self.kind, self.also_flat = cut, kind, also_flat
 
     @property
     def name(self) -> str:
-        extra = f", currentness={self.currentness}" if self.currentness is not None else ""
-        return f"{self.cut} [{self.kind}{extra}]"
+        return f"{self.cut} [{self.kind}]"
+
+    def labels(self) -> list[str]:
+        return [self.name] + ([f"{self.cut} [{self.kind}, currentness=0]"] if self.also_flat else [])
 
     def config(self) -> Config:
-        weights = Weights() if self.currentness is None else Weights(currentness=self.currentness)
-        return Config(weights=weights, max_content_chars=10_000_000)
+        return Config(max_content_chars=10_000_000)  # whole sessions can run past the 32k default
 
 
 # -- data -----------------------------------------------------------------------------
@@ -147,8 +157,9 @@ def texts_to_embed(items: list[dict[str, Any]], cuts: Sequence[str]) -> list[str
 
 def agentmem_hits(
     q: dict[str, Any], run: Run, embedder: CachedEmbedder, work: Path
-) -> tuple[list[tuple[str, float]], dict[str, float]]:
-    """Fill a fresh Memory with the question's haystack, recall with the question; (session, score) hits."""
+) -> tuple[dict[str, list[tuple[str, float]]], dict[str, float]]:
+    """Fill a fresh Memory with the question's haystack, recall with the question: (session, score) hits
+    for each of the run's labels, and the timing."""
     path = Path(tempfile.mkdtemp(prefix="q-", dir=work))
     clock = Clock(parse_date(q["question_date"]))
     timing: dict[str, float] = {}
@@ -177,10 +188,14 @@ def agentmem_hits(
                     n += len(batch)
             clock.now = parse_date(q["question_date"])
             t1 = time.perf_counter()
-            hits = mem.recall(q["question"].strip(), project=PROJECT, k=min(n, mem.config.max_k))
+            k = min(n, mem.config.max_k)  # every memory: the roll-up sees the whole ranking
+            hits = {run.name: mem.recall(q["question"].strip(), project=PROJECT, k=k)}
             t2 = time.perf_counter()
+            if run.also_flat:
+                mem.config = msgspec.structs.replace(mem.config, weights=Weights(currentness=0.0))
+                hits[run.labels()[1]] = mem.recall(q["question"].strip(), project=PROJECT, k=k)
         timing = {"ingest": t1 - t0, "recall": t2 - t1, "memories": n}
-        return [(h.memory.session or "", h.score) for h in hits], timing
+        return {label: [(h.memory.session or "", h.score) for h in hs] for label, hs in hits.items()}, timing
     finally:
         shutil.rmtree(path, ignore_errors=True)
 
@@ -232,9 +247,9 @@ def summarise(per_q: list[dict[str, Any]], system: str) -> dict[str, Any]:
 
 
 def runs_for(args: argparse.Namespace) -> list[Run]:
-    runs = [Run(cut) for cut in args.cuts]
+    runs = [Run(cut, also_flat=cut == DEFAULT_CUT and not args.no_ablations) for cut in args.cuts]
     if not args.no_ablations:
-        runs += [Run(DEFAULT_CUT, kind="observation"), Run(DEFAULT_CUT, currentness=0.0)]
+        runs.append(Run(DEFAULT_CUT, kind="observation"))
     return runs
 
 
@@ -244,10 +259,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--data", type=Path, default=DEFAULT_DATA / LONGMEMEVAL, help="the jsonl.gz file (default %(default)s)"
     )
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    p.add_argument("--cuts", default=",".join(CUTS), help="cuts to run, comma separated (default %(default)s)")
+    p.add_argument(
+        "--cuts", default=",".join(RUN_BY_DEFAULT), help="cuts to run, comma separated (default %(default)s)"
+    )
     p.add_argument("--no-ablations", action="store_true", help="skip the kind=observation and currentness=0 runs")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
+    p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/longmemeval.json")
     args = p.parse_args(argv)
     args.cuts = [c.strip() for c in args.cuts.split(",") if c.strip()]
     if unknown := set(args.cuts) - set(CUTS):
@@ -259,6 +277,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render_only:
+        write_outputs(json.loads((args.out / "longmemeval.json").read_text()), args.out)
+        return 0
     given = list(sys.argv[1:] if argv is None else argv)
     command = " ".join(["python -m benchmarks.longmemeval", *([shlex.join(given)] if given else [])])
     started = time.perf_counter()
@@ -282,8 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for run in runs:
                 hits, timing = agentmem_hits(q, run, embedder, work)
                 timings[run.name].append(timing)
-                for how in ROLLUPS:
-                    rankings[f"{run.name} / {how}"] = roll_up(hits, how)
+                for label, h in hits.items():
+                    for how in ROLLUPS:
+                        rankings[f"{label} / {how}"] = roll_up(h, how)
             per_q.append({
                 "id": q["question_id"], "type": q["question_type"], "answers": q["answer_session_ids"],
                 "scores": {s: scores(r, q["answer_session_ids"]) for s, r in rankings.items()},
@@ -292,7 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     systems = list(per_q[0]["scores"]) if per_q else []
     default = f"{Run(DEFAULT_CUT).name} / {DEFAULT_ROLLUP}"
-    results = {
+    if default not in systems:  # the default cut was not run: show the first agentmem system instead
+        default = next((s for s in systems if not s.startswith(BASELINE)), BASELINE)
+    results: dict[str, Any] = {
         "command": command,
         "data": str(args.data),
         "questions": len(items),
