@@ -379,19 +379,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         )
     for name, p in res["published"].items():
         lines.append(f"| {name} | {p['r5']} | {p['r10']} | {p['ndcg10']} | | |")
-    types = list(sy[res["baseline"]]["by_type"]) if res["baseline"] in sy else []
-    lines += [
-        "",
-        "Per question type (R@5 / R@10 / NDCG@10):",
-        "",
-        "| type | n | baseline | agentmem default |",
-        "| --- | ---: | --- | --- |",
-    ]
-    for t in types:
-        b, d = sy[res["baseline"]]["by_type"][t], sy[res["default"]]["by_type"][t]
-        lines.append(
-            f"| {t} | {b['n']} | {b['r5']} / {b['r10']} / {b['ndcg10']} | {d['r5']} / {d['r10']} / {d['ndcg10']} |"
-        )
+    lines += ["", *variant_table(res), "", *type_table(res)]
     tm = res["timing"]
     lines += [
         "",
@@ -414,6 +402,44 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"commit {str(m['git']['commit'])[:10]}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def variant_table(res: dict[str, Any]) -> list[str]:
+    """Cuts (rows) by roll-ups (columns), each cell R@5 / R@10 / NDCG@10."""
+    rows = list(dict.fromkeys(n.rsplit(" / ", 1)[0] for n in res["systems"] if " / " in n))
+    lines = [
+        "Variants, R@5 / R@10 / NDCG@10 (one store per cut and kind; currentness=0 asks the default store again):",
+        "",
+        "| cut [kind] | " + " | ".join(ROLLUPS) + " |",
+        "| --- |" + " --- |" * len(ROLLUPS),
+    ]
+    for r in rows:
+        cells = []
+        for how in ROLLUPS:
+            o = res["systems"].get(f"{r} / {how}", {}).get("overall")
+            cells.append(f"{o['r5']} / {o['r10']} / {o['ndcg10']}" if o else "")
+        lines.append(f"| {r} | " + " | ".join(cells) + " |")
+    b = res["systems"][res["baseline"]]["overall"]
+    lines.append(f"| baseline (BM25 sessions + MiniLM user turns, RRF) | {b['r5']} / {b['r10']} / {b['ndcg10']} | | |")
+    return lines
+
+
+def type_table(res: dict[str, Any]) -> list[str]:
+    """Per question type, R@5 / R@10 / NDCG@10 of the baseline and of each cut's max roll-up."""
+    sy = res["systems"]
+    names = [res["baseline"], res["default"]] + [n for n in sy if n.endswith(" / max") and n != res["default"]]
+    types = list(sy[res["baseline"]]["by_type"])
+    lines = [
+        "Per question type, R@5 / R@10 / NDCG@10:",
+        "",
+        "| system | " + " | ".join(f"{t} (n={sy[res['baseline']]['by_type'][t]['n']})" for t in types) + " |",
+        "| --- |" + " --- |" * len(types),
+    ]
+    for n in names:
+        bt = sy[n]["by_type"]
+        cells = [f"{bt[t]['r5']} / {bt[t]['r10']} / {bt[t]['ndcg10']}" for t in types]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
