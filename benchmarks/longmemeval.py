@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python -m benchmarks.longmemeval                  # the 50-question dev slice (about 10-20 minutes)
+    python -m benchmarks.longmemeval                  # the 50-question dev slice (30 min on 2 busy cores)
     python -m benchmarks.longmemeval --limit 5        # a fast check
 
 For each question, each agentmem variant gets a fresh `Memory` in its own temporary data
