@@ -71,6 +71,7 @@ class Memory:
         self._access: Counter[int] = Counter()
         self._access_lock = threading.Lock()
         self._stale = False
+        self._vector_error: str | None = None
         self._wake = threading.Event()
         self._closing = threading.Event()
         self.store = Store(self.path / DB_FILE)
@@ -120,6 +121,22 @@ class Memory:
             self._flush_access()
             self._sync()
             self.indexes.flush()
+
+    def warm_up(self) -> bool:
+        """Load the embedding model now (a server calls this at startup); False, and degraded, if it cannot."""
+        try:
+            self.embedder.embed(["warm up"])
+        except IndexFailure as exc:
+            self._vector_error = f"vector search unavailable, BM25 only: {exc}"
+            log.error("the embedding model did not load: %s", exc)
+            return False
+        self._vector_error = None
+        return True
+
+    @property
+    def degraded(self) -> list[str]:
+        """What recall is doing without right now (empty when all is well); clears once it works again."""
+        return [self._vector_error] if self._vector_error else []
 
     @property
     def index_stale(self) -> bool:
@@ -501,8 +518,12 @@ class Memory:
         )
         try:
             vector_hits = self.indexes.search_vector(embed_query(self.embedder, query), n, project=project)
-        except IndexFailure as exc:
-            raise IndexUnavailableError(str(exc)) from exc
+            self._vector_error = None
+        except IndexFailure as exc:  # degrade to BM25 alone, say so, and try the vector side again next time
+            if self._vector_error is None:
+                log.warning("recall without vector search: %s", exc)
+            self._vector_error = f"vector search unavailable, BM25 only: {exc}"
+            vector_hits = []
         now = self.clock()
         tier_set, kind_set = set(tiers), set(kinds)
 

@@ -30,7 +30,6 @@ from api.deps import memory
 from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
-from indexes.docs import IndexFailure
 
 log = logging.getLogger("agentmem")
 
@@ -119,10 +118,7 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             mem = Memory(
                 settings.data_dir, embedder=embedder or SentenceTransformerEmbedder(), config=settings.config()
             )
-            try:
-                mem.embedder.embed(["warm up"])  # load the model now, not on the first request (~10 s)
-            except IndexFailure as exc:  # keep serving: writes and recalls answer 503 until it loads
-                log.error("the embedding model did not load: %s", exc)
+            mem.warm_up()  # load the model now, not on the first request; if it fails, serve degraded
             app.state.memory = mem
             log.info("agentmem serving %s", settings.data_dir)
         mem = app.state.memory

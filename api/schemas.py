@@ -62,6 +62,7 @@ class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 class RecallReply(msgspec.Struct, frozen=True, kw_only=True):
     hits: list[Hit]
     history: dict[str, list[MemoryVersion]] = {}
+    degraded: list[str] = []  # e.g. the embedding model is down: these hits come from BM25 alone
 
 
 class ContextRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -25,6 +25,7 @@ class Readiness(msgspec.Struct, frozen=True, kw_only=True):
     outbox_lag: int
     index_stale: bool
     rebuild: str
+    degraded: list[str] = []  # serving, but without something (e.g. vector search while the model is down)
 
 
 @get("/health", summary="Liveness (no token needed)", security=[], sync_to_thread=False)
@@ -36,7 +37,10 @@ def health() -> Health:
 async def ready(mem: Mem, state: State) -> Response[Readiness]:
     lag = await run(mem.indexes.lag)
     stale = mem.index_stale
-    body = Readiness(ready=lag == 0 and not stale, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state)
+    body = Readiness(
+        ready=lag == 0 and not stale, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state,
+        degraded=mem.degraded,
+    )
     return Response(body, status_code=200 if body.ready else 503)
 
 

@@ -23,7 +23,7 @@ def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
     history = {}
     if data.include_history:
         history = {str(h.memory.lineage_id): mem.history(h.memory.id) for h in hits if h.has_history}
-    return RecallReply(hits=hits, history=history)
+    return RecallReply(hits=hits, history=history, degraded=mem.degraded)
 
 
 @post("/v1/context", sync_to_thread=True, status_code=200, summary="A prompt-ready working set")
