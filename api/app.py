@@ -30,6 +30,7 @@ from api.deps import memory
 from api.routes import admin, consolidation, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
+from api.viewer import router as viewer
 from indexes.docs import IndexFailure
 
 log = logging.getLogger("agentmem")
@@ -167,6 +168,7 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             search.context,
             transfer.export,
             transfer.import_,
+            viewer,
         ],
         dependencies={"who": Provide(principal), "mem": Provide(memory, sync_to_thread=False)},
         exception_handlers={
