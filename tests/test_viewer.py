@@ -86,7 +86,7 @@ def test_pages_read_without_javascript(client: TestClient, seeded: Memory) -> No
     page = client.get("/ui/memories/1", headers=h)
     assert page.status_code == 200 and "<script" not in page.text
     assert "Version 1" in page.text and "Version 2" in page.text and "port 4000" in page.text
-    assert "Replaced by" in page.text and "key “api.port”" in page.text
+    assert "Replaced by" in page.text and "same key “api.port”" in page.text
     audit = client.get("/ui/p/shop/audit", headers=h)
     assert audit.status_code == 200 and "supersede" in audit.text
     assert client.get("/ui/p/shop/audit", params={"memory_id": 1}, headers=h).status_code == 200

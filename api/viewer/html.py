@@ -75,6 +75,9 @@ textarea { width: 100%; max-width: 40rem; }
 ol.timeline { list-style: none; padding-left: 0; border-left: 3px solid var(--line); }
 ol.timeline > li { margin: 0 0 1rem 0; padding-left: 1rem; }
 ol.timeline > li.dead .content { text-decoration: line-through; color: var(--muted); }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: .4rem 0; }
+dd { margin: 0; }
+section table { width: auto; min-width: 16rem; }
 .content { white-space: pre-wrap; font-size: 1.05em; }
 .outcome { border: 2px solid var(--accent); padding: .5rem 1rem; margin-bottom: 1rem; }
 .error { border: 2px solid var(--bad); padding: .5rem 1rem; }

@@ -8,7 +8,7 @@ import msgspec
 
 from agentmem.audit import ACTIONS, AuditEntry
 from agentmem.kinds import TIERS
-from agentmem.records import MemoryVersion, RememberResult, Stats
+from agentmem.records import MemoryVersion, RememberResult, Stats, Triple
 from agentmem.retention import Retention
 from api.viewer.html import Safe, fmt, join, options, query, quote_path, when
 from api.viewer.plot import bars
@@ -151,22 +151,22 @@ def memories(
     )
 
 
-def _slot(v: MemoryVersion) -> str:
-    if v.supersede_reason == "key" and v.key:
-        return f"key “{v.key}”"
-    if v.supersede_reason == "triple" and v.triple:
-        return f"triple slot “{v.triple.subject} / {v.triple.predicate}”"
-    return ""
+def why(reason: str | None, similarity: float | None, key: str | None, triple: Triple | None) -> str:
+    """The rule that replaced a version, in words: the key or triple slot it shared, and the similarity."""
+    if reason == "key" and key:
+        text = f"a newer memory has the same key “{key}”"
+    elif reason == "triple" and triple:
+        text = f"a newer memory fills the same triple slot “{triple.subject} / {triple.predicate}”"
+    elif reason == "similarity":
+        text = "a newer memory says nearly the same thing"
+    else:
+        text = reason or "replaced"
+    return text if similarity is None else f"{text} (similarity {similarity:.3f})"
 
 
 def death(v: MemoryVersion, by: MemoryVersion | None) -> Safe:
     """What replaced a version, when and why; or why it left recall otherwise."""
     if v.superseded_by is not None:
-        why = [v.supersede_reason or "replaced"]
-        if _slot(v):
-            why.append(_slot(v))
-        if v.supersede_similarity is not None:
-            why.append(f"similarity {v.supersede_similarity:.3f}")
         replaced = fmt(": “{c}”", c=by.content) if by is not None else Safe("")
         return fmt(
             '<p class="death">Replaced by {link}{replaced} on <time datetime="{iso}">{at}</time>, because: {why}.</p>',
@@ -174,7 +174,7 @@ def death(v: MemoryVersion, by: MemoryVersion | None) -> Safe:
             replaced=replaced,
             iso=v.superseded_at.isoformat() if v.superseded_at else "",
             at=v.superseded_at,
-            why="; ".join(why),
+            why=why(v.supersede_reason, v.supersede_similarity, v.key, v.triple),
         )
     if v.status in ("archived", "expired", "deleted"):
         at = v.archived_at or v.deleted_at or v.valid_to
@@ -256,15 +256,12 @@ def outcome(result: RememberResult, old: MemoryVersion | None) -> Safe:
     """What the remember box just did: created, reinforced, or which belief it killed and why."""
     m = result.memory
     if result.outcome == "superseded" and old is not None:
-        why = [result.reason or "replaced"]
-        if result.similarity is not None:
-            why.append(f"similarity {result.similarity:.3f}")
         head = fmt(
-            "<p><strong>Superseded</strong> {old}: “{oc}” is no longer believed ({why}). "
+            "<p><strong>Superseded</strong> {old}: “{oc}” is no longer believed: {why}. "
             "It stays in the chain below; {new} holds now.</p>",
             old=memory_link(old.id),
             oc=old.content,
-            why="; ".join(why),
+            why=why(result.reason, result.similarity, old.key, old.triple),
             new=memory_link(m.id),
         )
     elif result.outcome == "reinforced":
