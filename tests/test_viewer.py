@@ -136,7 +136,15 @@ def test_roles_and_projects(client: TestClient, seeded: Memory) -> None:  # type
     assert r.status_code == 403 and "write is needed" in r.text and "Traceback" not in r.text
     r = client.post("/ui/memories/1/restore", data={"csrf": token})
     assert r.status_code == 403
-    for path in ("/ui/memories/4", "/ui/p/other/", "/ui/p/other/stats", "/ui/memories/999", "/ui/nowhere"):
+    for path in (
+        "/ui/memories/4",
+        "/ui/p/other/",
+        "/ui/p/other/stats",
+        "/ui/memories/999",
+        "/ui/nowhere",
+        "/ui/memories/abc",
+        "/ui/p/",
+    ):
         r = client.get(path)
         assert r.status_code == 404 and "text/html" in r.headers["content-type"] and "Not found" in r.text, path
     assert "Postgres" not in client.get("/ui/memories/4").text
@@ -144,6 +152,20 @@ def test_roles_and_projects(client: TestClient, seeded: Memory) -> None:  # type
     assert r.status_code == 400 and "text/html" in r.headers["content-type"]
     r = client.get("/ui/p/shop/", params={"tier": "nonsense"})
     assert r.status_code == 400
+    r = client.get("/ui/logout")
+    assert r.status_code == 405 and "text/html" in r.headers["content-type"]
+    assert client.get("/v1/memories/999", headers=auth("read")).json()["error"]["code"] == "not_found"  # API: JSON
+
+
+def test_sign_in_redirects_only_inside_the_viewer(client: TestClient) -> None:  # type: ignore[type-arg]
+    for target, lands in (
+        ("https://evil.example/", "/ui/"),
+        ("//evil.example/ui/", "/ui/"),
+        ("/ui/p/shop/", "/ui/p/shop/"),
+    ):
+        r = client.post("/ui/login", data={"token": TOKENS["read"], "next": target}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == lands
+    assert 'name="next" value="/ui/"' in client.get("/ui/login", params={"next": "https://evil.example/"}).text
 
 
 def test_expired_token_cookie_and_sign_out(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]

@@ -12,7 +12,6 @@ from litestar.datastructures import Cookie
 from litestar.exceptions import (
     HTTPException,
     NotAuthorizedException,
-    NotFoundException,
     PermissionDeniedException,
     ValidationException,
 )
@@ -272,11 +271,6 @@ async def restore(request: Request, memory_id: FromPath[int]) -> Response[Any]: 
     return Redirect(f"/ui/memories/{memory_id}", status_code=303)
 
 
-@get("/{rest:path}", sync_to_thread=False)
-def unknown(rest: FromPath[str]) -> Response[str]:
-    raise NotFoundException(f"no page at /ui{rest}")
-
-
 # -- errors: an HTML page with the right status, never a stack trace --------------------
 
 
@@ -285,7 +279,13 @@ def _error_page(request: Request, status: int, message: str) -> Response[str]:  
         path = request.url.path if request.method == "GET" else "/ui/"
         gone = [Cookie(key=COOKIE, value="", path="/ui", max_age=0)] if request.cookies.get(COOKIE) else []
         return html(page("Sign in", pages.login(message, next_path=_next(path))), 401, cookies=gone)
-    title = {400: "Invalid input", 403: "Not allowed", 404: "Not found", 409: "Conflict"}.get(status, "Error")
+    title = {
+        400: "Invalid input",
+        403: "Not allowed",
+        404: "Not found",
+        405: "Method not allowed",
+        409: "Conflict",
+    }.get(status, "Error")
     return html(page(title, pages.error(status, message, signed_in=True)), status)
 
 
@@ -294,10 +294,19 @@ def _on_agentmem(request: Request, exc: AgentMemError) -> Response[str]:  # type
     return _error_page(request, status, str(exc))
 
 
-def _on_http(request: Request, exc: HTTPException) -> Response[str]:  # type: ignore[type-arg]
+def http_error(request: Request, exc: HTTPException) -> Response[str]:  # type: ignore[type-arg]
+    """An HTTP error as a viewer page (the app's handler sends /ui paths no route matched here too)."""
     if isinstance(exc, ValidationException):
         return _error_page(request, 400, f"{exc.detail}: check the query parameters")
-    return _error_page(request, exc.status_code, exc.detail)
+    message = {404: "no such page", 405: "this page does not take that method"}.get(exc.status_code, exc.detail)
+    return _error_page(
+        request, exc.status_code, exc.detail if exc.detail not in ("Not Found", "Method Not Allowed") else message
+    )
+
+
+def owns(path: str) -> bool:
+    """Whether a path is the viewer's."""
+    return path == "/ui" or path.startswith("/ui/")
 
 
 def _on_other(request: Request, exc: Exception) -> Response[str]:  # type: ignore[type-arg]
@@ -319,15 +328,14 @@ router = Router(
         stats,
         remember,
         restore,
-        unknown,
     ],
-    include_in_schema=False,
+    tags=["viewer (HTML pages)"],
     exception_handlers={
         AgentMemError: _on_agentmem,
-        HTTPException: _on_http,
-        ValidationException: _on_http,
-        NotAuthorizedException: _on_http,
-        PermissionDeniedException: _on_http,
+        HTTPException: http_error,
+        ValidationException: http_error,
+        NotAuthorizedException: http_error,
+        PermissionDeniedException: http_error,
         Exception: _on_other,
     },
 )
