@@ -87,13 +87,17 @@ def test_pages_read_without_javascript(client: TestClient, seeded: Memory) -> No
     assert page.status_code == 200 and "<script" not in page.text
     assert "Version 1" in page.text and "Version 2" in page.text and "port 4000" in page.text
     assert "Replaced by" in page.text and "same key “api.port”" in page.text
+    old = client.get("/ui/p/shop/", params={"status": "superseded"}, headers=h)
+    assert "port 8080" in old.text and "port 4000" not in old.text and "status superseded" in old.text
+    assert client.get("/ui/p/shop/", params={"status": "zombie"}, headers=h).status_code == 400
     audit = client.get("/ui/p/shop/audit", headers=h)
     assert audit.status_code == 200 and "supersede" in audit.text
     assert client.get("/ui/p/shop/audit", params={"memory_id": 1}, headers=h).status_code == 200
     stats = client.get("/ui/p/shop/stats", headers=h)
     assert stats.status_code == 200 and "<svg" in stats.text and "Outbox lag" in stats.text
     assert "By tier" in stats.text and "By kind" in stats.text
-    admin = client.get("/ui/p/shop/stats", headers=auth("admin"))
+    assert client.get("/ui/p/shop/stats", params={"check": 1}, headers=h).status_code == 403
+    admin = client.get("/ui/p/shop/stats", params={"check": 1}, headers=auth("admin"))
     assert "Full check (admin)" in admin.text and "consistent" in admin.text
     assert client.get("/ui/p/shop/archive", headers=h).status_code == 200
     projects = client.get("/ui/", headers=auth("admin"))

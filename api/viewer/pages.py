@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from agentmem.audit import ACTIONS, AuditEntry
-from agentmem.kinds import TIERS
+from agentmem.kinds import STATUSES, TIERS
 from agentmem.records import MemoryVersion, RememberResult, Stats, Triple
 from agentmem.retention import Retention
 from api.viewer.html import Safe, fmt, join, options, query, quote_path, when
@@ -120,6 +120,7 @@ def memories(
     tier: str | None,
     kind: str | None,
     agent: str | None,
+    status: str,
     kinds: Sequence[str],
     next_cursor: int | None,
     box: Safe,
@@ -129,21 +130,28 @@ def memories(
     if next_cursor is not None:
         more = fmt(
             '<p><a href="{u}">Older memories</a></p>',
-            u=query(f"{b}/", tier=tier, kind=kind, agent=agent, cursor=next_cursor),
+            u=query(f"{b}/", tier=tier, kind=kind, agent=agent, status=status, cursor=next_cursor),
         )
-    what = fmt("<h2>Recalled for “{q}”</h2>", q=q) if q else Safe("<h2>Current memories, newest first</h2>")
+    if q:
+        what = fmt("<h2>Recalled for “{q}” <span class=muted>(current memories only)</span></h2>", q=q)
+    elif status == "active":
+        what = Safe("<h2>Current memories, newest first</h2>")
+    else:
+        what = fmt("<h2>Versions with status {s}, newest first</h2>", s=status)
     return fmt(
         '<form method="get" action="{b}/" role="search"><fieldset><legend>Search and filter</legend>'
         '<label for="q">Search</label> <input id="q" name="q" type="search" value="{q}" size="32"> '
         '<label for="tier">Tier</label> <select id="tier" name="tier">{tiers}</select> '
         '<label for="kind">Kind</label> <select id="kind" name="kind">{kinds}</select> '
         '<label for="agent">Agent</label> <input id="agent" name="agent" value="{agent}" size="14"> '
+        '<label for="status">Status</label> <select id="status" name="status">{statuses}</select> '
         '<button type="submit">Show</button></fieldset></form>{what}{rows}{more}{box}',
         b=b,
         q=q,
         tiers=options(TIERS, tier),
         kinds=options(kinds, kind),
         agent=agent or "",
+        statuses=options([s for s in STATUSES if s != "active"] + ["all"], status, blank="active (current)"),
         what=what,
         rows=memory_rows(items),
         more=more,
@@ -374,7 +382,7 @@ def _counts(title: str, counts: dict[str, int]) -> Safe:
     )
 
 
-def stats(s: Stats, current_all: int, check: Consistency | None) -> Safe:
+def stats(project: str, s: Stats, current_all: int, check: Consistency | None, *, admin: bool) -> Safe:
     lag_note = "the indexes have applied every change" if s.outbox_pending == 0 else "changes waiting for the indexes"
     sizes_ok = s.bm25_docs == s.vector_docs == current_all
     if check is not None:
@@ -391,8 +399,11 @@ def stats(s: Stats, current_all: int, check: Consistency | None) -> Safe:
         )
     else:
         consistency = fmt(
-            "<p>Index sizes {ok} the current memories of all projects (an admin token sees the full id check).</p>",
+            "<p>Index sizes {ok} the current memories of all projects. {full}</p>",
             ok="match" if sizes_ok else "do not match",
+            full=fmt('<a href="{u}">Run the full id check</a> (admin).', u=query(f"{base(project)}/stats", check=1))
+            if admin
+            else "An admin token can run the full id check.",
         )
     return fmt(
         "<section><h2>Store and indexes</h2><dl><dt>Versions</dt><dd>{v}</dd><dt>Current memories</dt><dd>{cur}</dd>"

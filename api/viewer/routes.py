@@ -20,7 +20,7 @@ from litestar.response import Redirect
 
 from agentmem import Memory, NewMemory
 from agentmem.errors import AgentMemError, ConflictError, NotFoundError, ValidationError
-from agentmem.kinds import TIERS
+from agentmem.kinds import STATUSES, TIERS
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention, retention
 from api.auth import Authenticator, Principal
@@ -133,6 +133,7 @@ def memories(
     tier: Text = None,
     kind: Text = None,
     agent: Text = None,
+    status: Text = None,
     cursor: Annotated[int | None, Parameter(ge=1, le=2**53)] = None,
 ) -> Response[str]:
     v = viewer(request)
@@ -143,6 +144,9 @@ def memories(
         raise ValidationError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
     if kind is not None and kind not in mem.config.kinds:
         raise ValidationError(f"unknown kind {kind!r}")
+    status = _blank(status) or "active"
+    if status not in (*STATUSES, "all"):
+        raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)} or all")
     items: list[tuple[MemoryVersion, Retention, float | None]]
     nxt = None
     if query:
@@ -161,6 +165,8 @@ def memories(
             tiers=[tier] if tier else (),
             kinds=[kind] if kind else (),
             agent=agent,
+            status=None if status == "all" else status,
+            latest_only=status in ("active", "archived", "expired"),
             before_id=cursor,
             limit=50,
         )
@@ -168,7 +174,7 @@ def memories(
     kinds = sorted(mem.config.kinds)
     box = pages.remember_box(project, v.csrf, kinds, can=v.who.can("write"))
     body = pages.memories(
-        project, items, q=query, tier=tier, kind=kind, agent=agent, kinds=kinds, next_cursor=nxt, box=box
+        project, items, q=query, tier=tier, kind=kind, agent=agent, status=status, kinds=kinds, next_cursor=nxt, box=box
     )
     return html(_doc(v, f"Memories in {project}", body, project))
 
@@ -227,12 +233,14 @@ def audit(
 
 
 @get("/p/{project:str}/stats", sync_to_thread=True)
-def stats(request: Request, project: FromPath[str]) -> Response[str]:  # type: ignore[type-arg]
+def stats(request: Request, project: FromPath[str], check: bool = False) -> Response[str]:  # type: ignore[type-arg]
     v = viewer(request)
     mem = _mem(request)
     project = _project(v.who, project)
-    check = mem.check() if v.who.can("admin") else None
-    body = pages.stats(mem.stats([project]), len(mem.live), check)
+    if check:
+        v.who.require("admin")
+    report = mem.check() if check else None
+    body = pages.stats(project, mem.stats([project]), len(mem.live), report, admin=v.who.can("admin"))
     return html(_doc(v, f"Stats of {project}", body, project))
 
 
