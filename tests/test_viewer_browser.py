@@ -78,6 +78,7 @@ def test_watch_a_belief_die_in_the_browser(server: Server, browser: Any) -> None
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
+    ARTIFACTS.mkdir(exist_ok=True)
     server.start()
     with Client(server.url, token=TOKEN) as c:
         old = c.remember(NewMemory(content="The API listens on port 8080", key="api.port")).memory
@@ -103,6 +104,7 @@ def test_watch_a_belief_die_in_the_browser(server: Server, browser: Any) -> None
     assert "Recalled for" in text()
     rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr")
     assert "port 8080" in rows[0].text
+    browser.save_screenshot(str(ARTIFACTS / "viewer-search.png"))
 
     # open the memory: its chain has one version so far
     rows[0].find_element(By.LINK_TEXT, f"#{old.id}").click()
@@ -121,7 +123,6 @@ def test_watch_a_belief_die_in_the_browser(server: Server, browser: Any) -> None
     assert "Replaced by" in chain[0].text and "key" in chain[0].text and "superseded" in chain[0].text
     assert "port 4000" in chain[1].text and "active" in chain[1].text
 
-    ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "viewer-superseded.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 1000
     print(f"screenshot: {shot}")

@@ -69,7 +69,7 @@ th, td { text-align: left; vertical-align: top; padding: .3rem .5rem; border-bot
 .hot { background: #fde0dc; } .warm { background: #fff3cd; } .cold { background: #dcebfa; }
 .evictable { background: #eee; }
 form.inline { display: inline; }
-fieldset { border: 1px solid var(--line); margin: 0 0 1rem; }
+fieldset { border: 1px solid var(--line); margin: 1rem 0; }
 label { margin-right: .3rem; }
 textarea { width: 100%; max-width: 40rem; }
 ol.timeline { list-style: none; padding-left: 0; border-left: 3px solid var(--line); }
