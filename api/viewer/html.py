@@ -6,7 +6,7 @@ import html
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 
 class Safe(str):
@@ -130,6 +130,4 @@ def page(
 
 
 def quote_path(segment: str) -> str:
-    from urllib.parse import quote
-
     return quote(segment, safe="")
