@@ -24,7 +24,7 @@ from agentmem.errors import (
     StoreError,
     ValidationError,
 )
-from api import metrics
+from api import metrics, viewer
 from api.auth import Authenticator, principal
 from api.deps import memory
 from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
@@ -62,7 +62,9 @@ def _validation_error(_: Request, exc: ValidationException) -> Response[ErrorRep
     return _error(400, "invalid_input", message, details)
 
 
-def _http_error(_: Request, exc: HTTPException) -> Response[ErrorReply]:  # type: ignore[type-arg]
+def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
+    if viewer.owns(request.url.path):  # no viewer route matched (404, 405): answer with an HTML page
+        return viewer.http_error(request, exc)
     return _error(exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), exc.detail)
 
 
@@ -166,6 +168,7 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             ingest.conversation,
             ingest.notes,
             ingest.code,
+            viewer.router,
         ],
         dependencies={"who": Provide(principal), "mem": Provide(memory, sync_to_thread=False)},
         exception_handlers={

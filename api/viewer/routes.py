@@ -1,0 +1,349 @@
+"""The viewer's routes under /ui/: HTML pages, forms with CSRF tokens, and HTML error pages."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from anyio.to_thread import run_sync as run
+from litestar import MediaType, Request, Response, Router, get, post
+from litestar.datastructures import Cookie
+from litestar.exceptions import (
+    HTTPException,
+    NotAuthorizedException,
+    PermissionDeniedException,
+    ValidationException,
+)
+from litestar.params import FromPath, Parameter
+from litestar.response import Redirect
+
+from agentmem import Memory, NewMemory
+from agentmem.errors import AgentMemError, ConflictError, NotFoundError, ValidationError
+from agentmem.kinds import STATUSES, TIERS
+from agentmem.records import MemoryVersion
+from agentmem.retention import Retention, retention
+from api.auth import Authenticator, Principal
+from api.deps import visible
+from api.viewer import pages
+from api.viewer.html import Safe, page
+from api.viewer.session import COOKIE, Viewer, check_form, same_origin, sign_in, viewer
+
+log = logging.getLogger("agentmem")
+
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+STATUS = {ValidationError: 400, NotFoundError: 404, ConflictError: 409}
+Text = Annotated[str | None, Parameter(default=None)]
+
+
+def html(doc: Safe, status: int = 200, cookies: list[Cookie] | None = None) -> Response[str]:
+    return Response(str(doc), status_code=status, media_type=MediaType.HTML, headers=HEADERS, cookies=cookies or [])
+
+
+def _mem(request: Request) -> Memory:  # type: ignore[type-arg]
+    return request.app.state.memory  # type: ignore[no-any-return]
+
+
+def _project(who: Principal, project: str) -> str:
+    """Another project reads like an unknown one (404), as ids do in the API."""
+    if not who.allows(project):
+        raise NotFoundError(f"no project {project!r}")
+    return project
+
+
+def _blank(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+def _doc(v: Viewer, title: str, body: Safe, project: str | None = None) -> Safe:
+    return page(title, body, project=project, user=v.who.name, csrf=v.csrf, logout=v.cookie)
+
+
+def _retention(mem: Memory, m: MemoryVersion) -> Retention:
+    return retention(m, mem.clock(), mem.config.retention, mem.config.kinds)
+
+
+def _next(path: str | None) -> str:
+    """Only a path inside the viewer: never an open redirect."""
+    path = path or "/ui/"
+    parts = urlsplit(path)
+    return path if not parts.scheme and not parts.netloc and path.startswith("/ui/") else "/ui/"
+
+
+# -- sign in / out --------------------------------------------------------------
+
+
+@get("/login", sync_to_thread=False)
+def login_page(request: Request, next: Text = None) -> Response[Any]:  # type: ignore[type-arg]
+    auth: Authenticator = request.app.state.auth
+    if auth.open:
+        return Redirect("/ui/")
+    return html(page("Sign in", pages.login(next_path=_next(next))))
+
+
+@post("/login", status_code=303)
+async def login(request: Request) -> Response[Any]:  # type: ignore[type-arg]
+    same_origin(request)
+    form = await request.form()
+    target = _next(form.get("next"))
+    auth: Authenticator = request.app.state.auth
+    if auth.open:
+        return Redirect(target, status_code=303)
+    token = str(form.get("token") or "")
+    sign_in(auth, token)  # 401 (the sign-in page again) when unknown
+    secure = request.url.scheme == "https"
+    cookie = Cookie(key=COOKIE, value=token.strip(), path="/ui", httponly=True, samesite="strict", secure=secure)
+    return Redirect(target, status_code=303, cookies=[cookie])
+
+
+@post("/logout", status_code=303)
+async def logout(request: Request) -> Response[Any]:  # type: ignore[type-arg]
+    v = viewer(request)
+    check_form(request, v, (await request.form()).get("csrf"))
+    gone = Cookie(key=COOKIE, value="", path="/ui", httponly=True, samesite="strict", max_age=0)
+    return Redirect("/ui/login", status_code=303, cookies=[gone])
+
+
+# -- reading --------------------------------------------------------------------
+
+
+@get("/", sync_to_thread=True)
+def index(request: Request) -> Response[Any]:  # type: ignore[type-arg]
+    v = viewer(request)
+    if len(v.who.projects) == 1 and not v.who.all_projects:
+        return Redirect(f"{pages.base(v.who.projects[0])}/")
+    counts = _mem(request).store.counts("project")
+    if not v.who.all_projects:
+        counts = {p: counts.get(p, 0) for p in v.who.projects}
+    return html(_doc(v, "Projects", pages.projects(counts)))
+
+
+@get("/p/{project:str}/", sync_to_thread=True)
+def memories(
+    request: Request,  # type: ignore[type-arg]
+    project: FromPath[str],
+    q: Text = None,
+    tier: Text = None,
+    kind: Text = None,
+    agent: Text = None,
+    status: Text = None,
+    cursor: Annotated[int | None, Parameter(ge=1, le=2**53)] = None,
+) -> Response[str]:
+    v = viewer(request)
+    mem = _mem(request)
+    project = _project(v.who, project)
+    tier, kind, agent, query = _blank(tier), _blank(kind), _blank(agent), (q or "").strip()
+    if tier is not None and tier not in TIERS:
+        raise ValidationError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
+    if kind is not None and kind not in mem.config.kinds:
+        raise ValidationError(f"unknown kind {kind!r}")
+    status = _blank(status) or "active"
+    if status not in (*STATUSES, "all"):
+        raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)} or all")
+    items: list[tuple[MemoryVersion, Retention, float | None]]
+    nxt = None
+    if query:
+        hits = mem.recall(
+            query,
+            project=project,
+            k=min(50, mem.config.max_k),
+            agent=agent,
+            tiers=[tier] if tier else (),
+            kinds=[kind] if kind else (),
+        )
+        items = [(h.memory, _retention(mem, h.memory), h.score) for h in hits]
+    else:
+        found, nxt = mem.list_versions(
+            projects=[project],
+            tiers=[tier] if tier else (),
+            kinds=[kind] if kind else (),
+            agent=agent,
+            status=None if status == "all" else status,
+            latest_only=status in ("active", "archived", "expired"),
+            before_id=cursor,
+            limit=50,
+        )
+        items = [(m, _retention(mem, m), None) for m in found]
+    kinds = sorted(mem.config.kinds)
+    box = pages.remember_box(project, v.csrf, kinds, can=v.who.can("write"))
+    body = pages.memories(
+        project, items, q=query, tier=tier, kind=kind, agent=agent, status=status, kinds=kinds, next_cursor=nxt, box=box
+    )
+    return html(_doc(v, f"Memories in {project}", body, project))
+
+
+def _memory_page(mem: Memory, v: Viewer, memory_id: int, top: Safe | None = None) -> Safe:
+    m = visible(mem, v.who, memory_id)
+    chain = mem.history(memory_id)
+    latest = chain[-1]
+    ret = _retention(mem, latest) if latest.status == "active" else None
+    key = latest.key if latest.status == "active" else None
+    body = Safe(
+        (top or Safe(""))
+        + pages.timeline(chain, memory_id, ret, csrf=v.csrf, can_write=v.who.can("write"))
+        + pages.remember_box(m.project, v.csrf, sorted(mem.config.kinds), key=key, can=v.who.can("write"))
+    )
+    return _doc(v, f"Memory #{memory_id}", body, m.project)
+
+
+@get("/memories/{memory_id:int}", sync_to_thread=True)
+def memory(request: Request, memory_id: FromPath[int]) -> Response[str]:  # type: ignore[type-arg]
+    v = viewer(request)
+    return html(_memory_page(_mem(request), v, memory_id))
+
+
+@get("/p/{project:str}/archive", sync_to_thread=True)
+def archive(request: Request, project: FromPath[str]) -> Response[str]:  # type: ignore[type-arg]
+    v = viewer(request)
+    mem = _mem(request)
+    project = _project(v.who, project)
+    found: list[MemoryVersion] = []
+    for status in ("archived", "expired"):
+        found += mem.list_versions(projects=[project], status=status, limit=200)[0]
+    body = pages.archive(found, csrf=v.csrf, can_write=v.who.can("write"))
+    return html(_doc(v, f"Archive of {project}", body, project))
+
+
+@get("/p/{project:str}/audit", sync_to_thread=True)
+def audit(
+    request: Request,  # type: ignore[type-arg]
+    project: FromPath[str],
+    action: Text = None,
+    memory_id: Annotated[int | None, Parameter(ge=1, le=2**53)] = None,
+    cursor: Annotated[int | None, Parameter(ge=1, le=2**53)] = None,
+) -> Response[str]:
+    v = viewer(request)
+    mem = _mem(request)
+    project = _project(v.who, project)
+    action = _blank(action)
+    if memory_id is not None:
+        visible(mem, v.who, memory_id)
+    items, nxt = mem.audit(
+        projects=[project], actions=[action] if action else (), memory_id=memory_id, before_id=cursor, limit=100
+    )
+    body = pages.audit(project, items, action=action, memory_id=memory_id, next_cursor=nxt)
+    return html(_doc(v, f"Audit log of {project}", body, project))
+
+
+@get("/p/{project:str}/stats", sync_to_thread=True)
+def stats(request: Request, project: FromPath[str], check: bool = False) -> Response[str]:  # type: ignore[type-arg]
+    v = viewer(request)
+    mem = _mem(request)
+    project = _project(v.who, project)
+    if check:
+        v.who.require("admin")
+    report = mem.check() if check else None
+    body = pages.stats(project, mem.stats([project]), len(mem.live), report, admin=v.who.can("admin"))
+    return html(_doc(v, f"Stats of {project}", body, project))
+
+
+# -- writing --------------------------------------------------------------------
+
+
+@post("/p/{project:str}/remember")
+async def remember(request: Request, project: FromPath[str]) -> Response[str]:  # type: ignore[type-arg]
+    v = viewer(request)
+    form = await request.form()
+    check_form(request, v, form.get("csrf"))
+    v.who.require("write")
+    mem = _mem(request)
+    project = _project(v.who, project)
+    fields: dict[str, Any] = {k: _blank(form.get(k)) for k in ("key", "kind", "tier", "agent")}
+    item = NewMemory(
+        content=str(form.get("content") or ""),
+        project=project,
+        source="note",
+        **{k: val for k, val in fields.items() if val is not None},
+    )
+    result = await run(lambda: mem.remember(item, actor=v.who.name))
+    old = await run(mem.get, result.superseded_id) if result.superseded_id is not None else None
+    doc = await run(_memory_page, mem, v, result.memory.id, pages.outcome(result, old))
+    return html(doc, 200 if result.outcome == "reinforced" else 201)
+
+
+@post("/memories/{memory_id:int}/restore", status_code=303)
+async def restore(request: Request, memory_id: FromPath[int]) -> Response[Any]:  # type: ignore[type-arg]
+    v = viewer(request)
+    check_form(request, v, (await request.form()).get("csrf"))
+    v.who.require("write")
+    mem = _mem(request)
+    await run(visible, mem, v.who, memory_id)
+    await run(lambda: mem.restore(memory_id, actor=v.who.name))
+    return Redirect(f"/ui/memories/{memory_id}", status_code=303)
+
+
+# -- errors: an HTML page with the right status, never a stack trace --------------------
+
+
+def _error_page(request: Request, status: int, message: str) -> Response[str]:  # type: ignore[type-arg]
+    if status == 401:
+        path = request.url.path if request.method == "GET" else "/ui/"
+        gone = [Cookie(key=COOKIE, value="", path="/ui", max_age=0)] if request.cookies.get(COOKIE) else []
+        return html(page("Sign in", pages.login(message, next_path=_next(path))), 401, cookies=gone)
+    title = {
+        400: "Invalid input",
+        403: "Not allowed",
+        404: "Not found",
+        405: "Method not allowed",
+        409: "Conflict",
+    }.get(status, "Error")
+    return html(page(title, pages.error(status, message, signed_in=True)), status)
+
+
+def _on_agentmem(request: Request, exc: AgentMemError) -> Response[str]:  # type: ignore[type-arg]
+    status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 503)
+    return _error_page(request, status, str(exc))
+
+
+def http_error(request: Request, exc: HTTPException) -> Response[str]:  # type: ignore[type-arg]
+    """An HTTP error as a viewer page (the app's handler sends /ui paths no route matched here too)."""
+    if isinstance(exc, ValidationException):
+        return _error_page(request, 400, f"{exc.detail}: check the query parameters")
+    message = {404: "no such page", 405: "this page does not take that method"}.get(exc.status_code, exc.detail)
+    return _error_page(
+        request, exc.status_code, exc.detail if exc.detail not in ("Not Found", "Method Not Allowed") else message
+    )
+
+
+def owns(path: str) -> bool:
+    """Whether a path is the viewer's."""
+    return path == "/ui" or path.startswith("/ui/")
+
+
+def _on_other(request: Request, exc: Exception) -> Response[str]:  # type: ignore[type-arg]
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error_page(request, 500, "internal error: the request was not completed; see the server log")
+
+
+router = Router(
+    "/ui",
+    route_handlers=[
+        login_page,
+        login,
+        logout,
+        index,
+        memories,
+        memory,
+        archive,
+        audit,
+        stats,
+        remember,
+        restore,
+    ],
+    tags=["viewer (HTML pages)"],
+    exception_handlers={
+        AgentMemError: _on_agentmem,
+        HTTPException: http_error,
+        ValidationException: http_error,
+        NotAuthorizedException: http_error,
+        PermissionDeniedException: http_error,
+        Exception: _on_other,
+    },
+)

@@ -1,0 +1,206 @@
+"""The web viewer through Litestar's TestClient: pages, escaping, sign-in, CSRF, roles and error pages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from litestar.testing import TestClient
+from test_api import ENV, TOKENS, auth
+
+from agentmem import Memory, NewMemory
+from api.app import create_app
+from api.settings import load
+
+XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+@pytest.fixture
+def client(memory: Memory) -> Iterator[TestClient]:  # type: ignore[type-arg]
+    with TestClient(create_app(load(env=ENV), mem=memory)) as c:
+        yield c
+
+
+@pytest.fixture
+def seeded(memory: Memory) -> Memory:
+    memory.remember(NewMemory(content="The API listens on port 8080", project="shop", key="api.port", agent="bob"))
+    memory.remember(NewMemory(content="Invoices are exported nightly as CSV", project="shop", kind="procedure"))
+    memory.remember(NewMemory(content=XSS, project="shop"))
+    memory.remember(NewMemory(content="Other team uses Postgres 16", project="other"))
+    return memory
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', html)
+    assert found, html
+    return found.group(1)
+
+
+def sign_in(client: TestClient, who: str) -> None:  # type: ignore[type-arg]
+    r = client.post("/ui/login", data={"token": TOKENS[who], "next": "/ui/"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/ui" in cookie
+
+
+def test_no_token_gets_the_sign_in_page(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    for path in ("/ui/", "/ui/p/shop/", "/ui/memories/1", "/ui/p/shop/stats"):
+        r = client.get(path)
+        assert r.status_code == 401 and "text/html" in r.headers["content-type"], path
+        assert '<label for="token">Token</label>' in r.text and "Traceback" not in r.text
+    r = client.post("/ui/login", data={"token": "not-a-token"})
+    assert r.status_code == 401 and "unknown or expired token" in r.text
+
+
+def test_sign_in_then_list_search_and_filter(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    sign_in(client, "read")
+    r = client.get("/ui/", follow_redirects=False)
+    assert r.status_code in (302, 307) and r.headers["location"] == "/ui/p/shop/"
+    r = client.get("/ui/p/shop/")
+    assert r.status_code == 200 and "The API listens on port 8080" in r.text
+    assert "Postgres" not in r.text  # another project's memory
+    assert "<h1>Memories in shop</h1>" in r.text and 'class="tag' in r.text  # retention tier shown
+    assert "remember box is hidden" in r.text  # read token
+    r = client.get("/ui/p/shop/", params={"q": "which port does the API use"})
+    assert r.status_code == 200 and "Recalled for" in r.text and "port 8080" in r.text
+    r = client.get("/ui/p/shop/", params={"kind": "procedure"})
+    assert "Invoices" in r.text and "port 8080" not in r.text
+    r = client.get("/ui/p/shop/", params={"agent": "bob", "tier": "semantic"})
+    assert "port 8080" in r.text and "Invoices" not in r.text
+
+
+def test_memory_text_is_escaped(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    for path in ("/ui/p/shop/", "/ui/memories/3"):
+        r = client.get(path, headers=auth("read"))
+        assert r.status_code == 200
+        assert "<script>" not in r.text and "<img src=x" not in r.text
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in r.text
+        assert "script-src" not in r.headers["content-security-policy"]  # default-src 'none': no script runs
+        assert "default-src 'none'" in r.headers["content-security-policy"]
+
+
+def test_pages_read_without_javascript(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    seeded.remember(NewMemory(content="The API listens on port 4000", project="shop", key="api.port"))
+    h = auth("read")
+    page = client.get("/ui/memories/1", headers=h)
+    assert page.status_code == 200 and "<script" not in page.text
+    assert "Version 1" in page.text and "Version 2" in page.text and "port 4000" in page.text
+    assert "Replaced by" in page.text and "same key “api.port”" in page.text
+    old = client.get("/ui/p/shop/", params={"status": "superseded"}, headers=h)
+    assert "port 8080" in old.text and "port 4000" not in old.text and "status superseded" in old.text
+    assert client.get("/ui/p/shop/", params={"status": "zombie"}, headers=h).status_code == 400
+    audit = client.get("/ui/p/shop/audit", headers=h)
+    assert audit.status_code == 200 and "supersede" in audit.text
+    assert client.get("/ui/p/shop/audit", params={"memory_id": 1}, headers=h).status_code == 200
+    stats = client.get("/ui/p/shop/stats", headers=h)
+    assert stats.status_code == 200 and "<svg" in stats.text and "Outbox lag" in stats.text
+    assert "By tier" in stats.text and "By kind" in stats.text
+    assert client.get("/ui/p/shop/stats", params={"check": 1}, headers=h).status_code == 403
+    admin = client.get("/ui/p/shop/stats", params={"check": 1}, headers=auth("admin"))
+    assert "Full check (admin)" in admin.text and "consistent" in admin.text
+    assert client.get("/ui/p/shop/archive", headers=h).status_code == 200
+    projects = client.get("/ui/", headers=auth("admin"))
+    assert projects.status_code == 200 and 'href="/ui/p/shop/"' in projects.text and "other" in projects.text
+
+
+def test_remember_box_supersedes_and_shows_it(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    sign_in(client, "write")
+    token = csrf_of(client.get("/ui/memories/1").text)
+    r = client.post(
+        "/ui/p/shop/remember", data={"content": "We moved the API to port 4000", "key": "api.port", "csrf": token}
+    )
+    assert r.status_code == 201, r.text
+    assert "Superseded" in r.text and "port 8080" in r.text and "is no longer believed" in r.text
+    assert 'id="v1" class="dead"' in r.text and "Replaced by" in r.text
+    r = client.post(
+        "/ui/p/shop/remember", data={"content": "We moved the API to port 4000", "key": "api.port", "csrf": token}
+    )
+    assert r.status_code == 200 and "Reinforced" in r.text
+
+
+def test_forms_need_csrf_and_same_origin(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    sign_in(client, "write")
+    r = client.post("/ui/p/shop/remember", data={"content": "forged"})
+    assert r.status_code == 403 and "CSRF" in r.text
+    token = csrf_of(client.get("/ui/p/shop/").text)
+    r = client.post(
+        "/ui/p/shop/remember", data={"content": "forged", "csrf": token}, headers={"Origin": "https://evil.example"}
+    )
+    assert r.status_code == 403
+    r = client.post("/ui/p/shop/remember", data={"content": "forged", "csrf": "0" * 64})
+    assert r.status_code == 403
+    assert all("forged" not in m.content for m in seeded.list_versions()[0])
+
+
+def test_roles_and_projects(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    sign_in(client, "read")
+    token = csrf_of(client.get("/ui/p/shop/").text)
+    r = client.post("/ui/p/shop/remember", data={"content": "reader writes", "csrf": token})
+    assert r.status_code == 403 and "write is needed" in r.text and "Traceback" not in r.text
+    r = client.post("/ui/memories/1/restore", data={"csrf": token})
+    assert r.status_code == 403
+    for path in (
+        "/ui/memories/4",
+        "/ui/p/other/",
+        "/ui/p/other/stats",
+        "/ui/memories/999",
+        "/ui/nowhere",
+        "/ui/memories/abc",
+        "/ui/p/",
+    ):
+        r = client.get(path)
+        assert r.status_code == 404 and "text/html" in r.headers["content-type"] and "Not found" in r.text, path
+    assert "Postgres" not in client.get("/ui/memories/4").text
+    r = client.get("/ui/p/shop/", params={"cursor": "-3"})
+    assert r.status_code == 400 and "text/html" in r.headers["content-type"]
+    r = client.get("/ui/p/shop/", params={"tier": "nonsense"})
+    assert r.status_code == 400
+    r = client.get("/ui/logout")
+    assert r.status_code == 405 and "text/html" in r.headers["content-type"]
+    assert client.get("/v1/memories/999", headers=auth("read")).json()["error"]["code"] == "not_found"  # API: JSON
+
+
+def test_sign_in_redirects_only_inside_the_viewer(client: TestClient) -> None:  # type: ignore[type-arg]
+    for target, lands in (
+        ("https://evil.example/", "/ui/"),
+        ("//evil.example/ui/", "/ui/"),
+        ("/ui/p/shop/", "/ui/p/shop/"),
+    ):
+        r = client.post("/ui/login", data={"token": TOKENS["read"], "next": target}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == lands
+    assert 'name="next" value="/ui/"' in client.get("/ui/login", params={"next": "https://evil.example/"}).text
+
+
+def test_expired_token_cookie_and_sign_out(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    client.cookies.set("agentmem_ui", "revoked-or-expired-token", path="/ui")
+    r = client.get("/ui/p/shop/")
+    assert r.status_code == 401 and "unknown or expired token" in r.text
+    client.cookies.clear()
+    sign_in(client, "read")
+    token = csrf_of(client.get("/ui/p/shop/").text)
+    r = client.post("/ui/logout", data={"csrf": token}, follow_redirects=False)
+    assert r.status_code == 303 and 'agentmem_ui=""' in r.headers["set-cookie"]
+
+
+def test_archive_and_restore(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    seeded.remember(NewMemory(content="Staging password rotates weekly", project="shop", ttl_days=1))
+    seeded.clock.advance(days=2)  # type: ignore[attr-defined]
+    seeded.sweep()
+    sign_in(client, "write")
+    r = client.get("/ui/p/shop/archive")
+    assert r.status_code == 200 and "Staging password" in r.text and "Restore #5" in r.text
+    r = client.post("/ui/memories/5/restore", data={"csrf": csrf_of(r.text)}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/ui/memories/5"
+    assert seeded.get(5).status == "active"
+    r = client.post("/ui/memories/5/restore", data={"csrf": csrf_of(client.get("/ui/p/shop/").text)})
+    assert r.status_code == 409 and "Conflict" in r.text
+
+
+def test_open_server_needs_no_sign_in(memory: Memory) -> None:
+    memory.remember(NewMemory(content="loopback only", project="solo"))
+    with TestClient(create_app(load(env={}), mem=memory)) as c:
+        assert c.get("/ui/login", follow_redirects=False).status_code in (302, 307)
+        assert "loopback only" in c.get("/ui/p/solo/").text
+        r = c.post("/ui/p/solo/remember", data={"content": "no csrf"})
+        assert r.status_code == 403
