@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stress.crash import campaign
+from stress.crash import TOKEN, campaign
 
 
 @pytest.mark.model
@@ -16,3 +16,5 @@ def test_three_kills_lose_nothing(tmp_path: Path) -> None:
     assert result["last_problems"] == [] and result["losses"] == 0, result["rounds"]
     assert result["kills_survived"] == 3
     assert result["writes_checked"] >= 20 and result["acknowledged_ops"]["delete"] >= 1
+    log = (tmp_path / "server.log").read_text()
+    assert "Application startup complete" in log and TOKEN not in log  # the secret never reaches a log
