@@ -249,6 +249,7 @@ class Client:
         include_assistant: bool = False,
         dry_run: bool = False,
         agent: str | None = None,
+        use_provider: bool = False,
         **_local: Any,
     ) -> ScanReport:
         """A conversation file (read and parsed here) or its messages, sent to the service's admission policy."""
@@ -260,7 +261,8 @@ class Client:
         else:
             messages = [msgspec.to_builtins(m) for m in conversation]
         body = {"messages": messages, "project": project, "session": session,
-                "include_assistant": include_assistant, "dry_run": dry_run, "agent": agent}  # fmt: skip
+                "include_assistant": include_assistant, "dry_run": dry_run, "agent": agent,
+                "use_provider": use_provider}  # fmt: skip
         report = self._call("POST", "/v1/ingest/conversation", ScanReport, json=body)
         if skipped:  # messages this side could not read never reached the service: count them too
             keys: set[str] = set(report.skipped) | set(skipped)

@@ -740,7 +740,8 @@ class Memory:
         self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
     ) -> ScanReport:
         """A session's messages (a JSON / JSON Lines file, or a list of messages) through the admission
-        policy into memories. Options: session, include_assistant, dry_run, agent, actor, progress."""
+        policy into memories. Options: session, include_assistant, dry_run, agent, actor, progress,
+        use_provider (the configured provider proposes claims too; the same policy judges them)."""
         return admission.ingest_conversation(self, conversation, project=project, **options)
 
     def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import httpx
 import msgspec
@@ -23,10 +24,19 @@ from agentmem.store import Store
 from agentmem.text import sha256
 
 MAX_TEXT = 2000
+MAX_CLAIMS = 20
+T = TypeVar("T")
 SYSTEM = (
     "You write one memory for an AI agent's long-term memory store from numbered pieces of evidence. "
     "State what the evidence says in one or two plain sentences, without inventing anything. "
     'Reply with one JSON object and nothing else: {"text": "<the memory>"}'
+)
+CLAIMS_SYSTEM = (
+    "You read one message from a conversation with an AI agent and list the durable claims in it worth "
+    "remembering: who the user is, what they prefer, what was decided, how the project is configured, facts "
+    "about the project. Each claim is one short plain sentence in the speaker's words. Leave out commands, "
+    "code, paths, things that merely happened and questions. "
+    'Reply with one JSON object and nothing else: {"claims": ["<claim>", ...]} (an empty list if none).'
 )
 
 
@@ -41,6 +51,10 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 class _Reply(msgspec.Struct, forbid_unknown_fields=True):
     text: str
+
+
+class _Claims(msgspec.Struct, forbid_unknown_fields=True):
+    claims: list[str]
 
 
 class Provider:
@@ -68,7 +82,7 @@ class Provider:
     def close(self) -> None:
         self._http.close()
 
-    def request(self, task: str, evidence: Sequence[str]) -> dict[str, object]:
+    def request(self, task: str, evidence: Sequence[str], system: str = SYSTEM) -> dict[str, object]:
         """The request body for `task` over `evidence` (numbered 1..n): deterministic, id-free."""
         numbered = "\n".join(f"{n}. {text}" for n, text in enumerate(evidence, 1))
         return {
@@ -76,19 +90,27 @@ class Provider:
             "temperature": 0,
             "response_format": {"type": "json_object"},
             "messages": [
-                {"role": "system", "content": SYSTEM},
+                {"role": "system", "content": system},
                 {"role": "user", "content": f"Task: {task}\n\nEvidence:\n{numbered}"},
             ],
         }
 
     def write(self, task: str, evidence: Sequence[str]) -> str:
         """The memory text for `task` over `evidence`, from the cache or the endpoint."""
-        body = self.request(task, evidence)
+        return self._ask(self.request(task, evidence), parse)
+
+    def claims(self, text: str) -> list[str]:
+        """Claims worth remembering that the endpoint finds in one message (the admission policy
+        still judges each of them)."""
+        body = self.request("List the durable claims in this message.", [text], CLAIMS_SYSTEM)
+        return self._ask(body, parse_claims)
+
+    def _ask(self, body: dict[str, object], parse_reply: Callable[[str], T]) -> T:
         key = sha256(json.dumps(body, sort_keys=True, ensure_ascii=False))
         row = self.store.cursor().execute("SELECT reply FROM provider_cache WHERE prompt_hash = ?", [key]).fetchone()
         if row is not None:
             self.cache_hits += 1
-            return parse(row[0])
+            return parse_reply(row[0])
         self.calls += 1
         try:
             r = self._http.post("/chat/completions", json=body)
@@ -98,13 +120,13 @@ class Provider:
             raise ProviderError(f"provider request failed: {type(exc).__name__}") from None
         if not isinstance(content, str):
             raise ProviderError("provider reply has no text content")
-        text = parse(content)
+        parsed = parse_reply(content)  # only a well-formed reply is cached
         with self._lock, self.store.transaction() as tx:
             tx.execute(
                 "INSERT OR IGNORE INTO provider_cache VALUES (?, ?, ?, ?)",
                 [key, self.config.model, content, datetime.now(UTC)],
             )
-        return text
+        return parsed
 
 
 def parse(content: str) -> str:
@@ -117,3 +139,15 @@ def parse(content: str) -> str:
     if not text or len(text) > MAX_TEXT:
         raise ProviderError(f"provider text is empty or longer than {MAX_TEXT} characters")
     return text
+
+
+def parse_claims(content: str) -> list[str]:
+    """The claims of a reply that is exactly `{"claims": [...]}`; ProviderError otherwise."""
+    try:
+        reply = msgspec.json.decode(content.strip(), type=_Claims)
+    except msgspec.DecodeError:
+        raise ProviderError('provider reply is not the JSON object {"claims": [...]}') from None
+    claims = [" ".join(c.split()) for c in reply.claims]
+    if len(claims) > MAX_CLAIMS or any(not c or len(c) > MAX_TEXT for c in claims):
+        raise ProviderError(f"provider claims: at most {MAX_CLAIMS}, each 1 to {MAX_TEXT} characters")
+    return claims

@@ -158,6 +158,7 @@ class IngestConversationRequest(msgspec.Struct, frozen=True, kw_only=True, forbi
     include_assistant: bool = False
     dry_run: bool = False
     agent: str | None = None
+    use_provider: bool = False  # the configured text provider proposes claims too (the policy still judges)
 
 
 class IngestPathRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -204,6 +204,8 @@ class Stub:
                     time.sleep(1.0)
                 content = {
                     "ok": json.dumps({"text": "The upload test fails intermittently on CI."}),
+                    "claims": json.dumps({"claims": ["I prefer tabs over spaces for indentation.", "I ran the tests",
+                                                     "rm -rf /tmp/build"]}),
                     "slow": json.dumps({"text": "late"}),
                     "prose": "Sure! The upload test is flaky.",
                     "badjson": '{"text": ',
@@ -285,3 +287,25 @@ def test_consolidation_settings_are_checked() -> None:
     for bad in ({"min_sessions": 0}, {"similarity": 0.0}, {"min_steps": 1}, {"min_steps": 5, "max_steps": 4}):
         with pytest.raises(ValueError):
             ConsolidationSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_provider_proposes_claims_the_policy_still_judges(tmp_path: Path, clock, stub: Stub) -> None:  # type: ignore[no-untyped-def]
+    messages = [{"role": "user", "content": "Honestly, tabs are what my fingers always go for.", "id": "m1"}]
+    with _with_provider(tmp_path / "d", stub.url, clock) as mem:
+        plain = mem.ingest_conversation(messages, project="p", session="s1", dry_run=True)
+        assert plain.admitted == 0  # the rules alone find no claim here
+        stub.mode = "claims"
+        report = mem.ingest_conversation(messages, project="p", session="s1", use_provider=True)
+        admitted = report.admitted_items
+        assert [i.text for i in admitted] == ["I prefer tabs over spaces for indentation."]
+        assert admitted[0].kind == "preference" and admitted[0].ref == "s1#m1"
+        reasons = {i.text: i.reason for i in report.rejected_items}
+        assert reasons["I ran the tests"] == "event" and reasons["rm -rf /tmp/build"] == "command"  # still refused
+        stub.mode = "prose"
+        failed = mem.ingest_conversation(
+            [{"role": "user", "content": "We decided to ship on Fridays.", "id": "m2"}], project="p", session="s2",
+            use_provider=True,
+        )  # fmt: skip
+        assert failed.skipped.get("provider_failed") == 1 and failed.admitted == 1  # the rules still work
+    with Memory(tmp_path / "e", embedder=FakeEmbedder(), clock=clock) as plain_mem, pytest.raises(ValidationError):
+        plain_mem.ingest_conversation(messages, project="p", use_provider=True)

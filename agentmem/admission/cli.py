@@ -28,6 +28,7 @@ def add_ingest(sub: Any) -> None:
         if name == "conversation":
             s.add_argument("--session", help="session id (default: the file's, else its name)")
             s.add_argument("--assistant", action="store_true", help="also propose claims from assistant turns")
+            s.add_argument("--use-provider", action="store_true", help="the configured provider proposes claims too")
 
 
 def report_text(r: ScanReport, show_rejected: bool) -> str:
@@ -55,7 +56,8 @@ def run_ingest(args: argparse.Namespace, mem: Any, out: Callable[[argparse.Names
     if not hasattr(mem, "_http"):  # in process: a progress bar on long scans (on a terminal)
         options["progress"] = True
     if args.source == "conversation":
-        report = mem.ingest_conversation(args.file, session=args.session, include_assistant=args.assistant, **options)
+        report = mem.ingest_conversation(args.file, session=args.session, include_assistant=args.assistant,
+                                         use_provider=args.use_provider, **options)  # fmt: skip
     elif args.source == "notes":
         report = mem.ingest_notes(args.dir, **options)
     else:

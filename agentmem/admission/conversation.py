@@ -24,8 +24,9 @@ from typing import Any
 
 import msgspec
 
-from agentmem.admission.extract import Candidate, propose
-from agentmem.errors import ValidationError
+from agentmem.admission.extract import Candidate, judge, propose
+from agentmem.errors import ProviderError, ValidationError
+from agentmem.provider import Provider
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 SKIPPED_ROLES = {"tool": "tool_message", "function": "tool_message", "ipython": "tool_message",
@@ -182,14 +183,40 @@ def skip_reason(m: Message, include_assistant: bool) -> str | None:
 
 
 def candidates(
-    messages: Iterable[Message], session: str, *, include_assistant: bool, skipped: Counter[str]
+    messages: Iterable[Message],
+    session: str,
+    *,
+    include_assistant: bool,
+    skipped: Counter[str],
+    provider: Provider | None = None,
 ) -> Iterator[tuple[Message, Candidate]]:
-    """Every candidate of every eligible message, with the message it came from."""
+    """Every candidate of every eligible message, with the message it came from.
+
+    With a `provider`, the claims it finds in a message are proposed too, and judged by the same
+    policy (a claim it invents that the rules would refuse is refused); a failed reply is counted
+    in `skipped` as `provider_failed` and the rules' candidates still go ahead.
+    """
     for m in messages:
         why = skip_reason(m, include_assistant)
         if why is not None:
             skipped[why] += 1
             continue
         ref = f"{session}#{m.id}"[:200]
-        for c in propose(m.content, speaker=m.name or m.role, ref=ref):
+        speaker = m.name or m.role
+        found = propose(m.content, speaker=speaker, ref=ref)
+        for c in found:
             yield m, c
+        if provider is None:
+            continue
+        try:
+            proposed = provider.claims(m.content)
+        except ProviderError:
+            skipped["provider_failed"] += 1
+            continue
+        seen = {c.text for c in found}
+        for text in proposed:
+            if text in seen:
+                continue
+            seen.add(text)
+            verdict = judge(text, speaker=speaker, ref=ref)
+            yield m, verdict if verdict is not None else Candidate(text=text, ref=ref, reason="no_claim")

@@ -247,8 +247,14 @@ def ingest_conversation(
     agent: str | None = None,
     actor: str = "local",
     progress: bool = False,
+    use_provider: bool = False,
 ) -> ScanReport:
-    """A conversation (a file, or its messages) through the policy; admitted candidates are remembered."""
+    """A conversation (a file, or its messages) through the policy; admitted candidates are remembered.
+
+    With `use_provider` and a provider configured, it proposes claims too (see conversation.candidates).
+    """
+    if use_provider and mem.provider is None:
+        raise ValidationError("use_provider: no provider is configured ([provider] in the server's config)")
     target = str(conv) if isinstance(conv, str | Path) else (session or "messages")
 
     def body(scan: Scan) -> None:
@@ -266,7 +272,11 @@ def ingest_conversation(
         sid = validate.name(session or parsed.session or "session", "session", mem.config) or "session"
         scan.units = len(parsed.messages) + sum(parsed.skipped.values())
         bar = _bar(parsed.messages, progress, "messages")
-        for m, c in conversation.candidates(bar, sid, include_assistant=include_assistant, skipped=scan.skipped):
+        provider = mem.provider if use_provider else None
+        found = conversation.candidates(
+            bar, sid, include_assistant=include_assistant, skipped=scan.skipped, provider=provider
+        )
+        for m, c in found:
             scan.offer(c, session=sid, time=m.time)
 
     return run(mem, "conversation", target, project, body, dry_run=dry_run, actor=actor, agent=agent)

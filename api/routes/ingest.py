@@ -28,6 +28,7 @@ async def conversation(data: JSONBody[IngestConversationRequest], who: Who, mem:
             dry_run=data.dry_run,
             agent=data.agent,
             actor=who.name,
+            use_provider=data.use_provider,
         )
     )
 
