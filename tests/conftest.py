@@ -11,6 +11,7 @@ import pytest
 
 from agentmem import Memory
 from fakes import FakeEmbedder
+from servers import Server
 
 
 class Clock:
@@ -66,3 +67,11 @@ def real_embedder():  # type: ignore[no-untyped-def]
     e = SentenceTransformerEmbedder()
     e.embed(["warm up"])
     return e
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """The real `agentmem serve` (started by the test with `server.start()`), killed afterwards."""
+    s = Server(tmp_path / "data")
+    yield s
+    s.close()

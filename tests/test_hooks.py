@@ -7,15 +7,14 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_server import TOKEN, Server, free_port
 
 from agentmem import NewMemory
 from agentmem.client import Client
+from servers import TOKEN, Server, free_port
 
 HOOK = Path(__file__).parent.parent / "examples" / "hooks" / "claude_code_hook.py"
 SESSION = "3f1c-claude-session"
@@ -27,15 +26,6 @@ def hook(event: dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(HOOK)], input=json.dumps(event), env={**os.environ, **env},
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    s = Server(tmp_path / "data")
-    yield s
-    if s.proc is not None and s.proc.poll() is None:
-        s.proc.kill()
-        s.proc.wait()
 
 
 @pytest.mark.model

@@ -16,10 +16,10 @@ import httpx
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from test_server import TOKEN, Server, free_port
 
 from agentmem.cli import main
 from api.server import add_commands
+from servers import TOKEN, Server, free_port
 
 ROOT = Path(__file__).parent.parent
 WRITE_TOKEN = "server-test-writer-00000002"
@@ -74,9 +74,7 @@ async def remember_supersede_recall_history(c: Client) -> tuple[int, int]:
 def server(tmp_path: Path) -> Iterator[Server]:
     s = Server(tmp_path / "data", tokens=f"a:{TOKEN}:admin:shop,lab;w:{WRITE_TOKEN}:write:shop")
     yield s
-    if s.proc is not None and s.proc.poll() is None:
-        s.proc.kill()
-        s.proc.wait()
+    s.close()
 
 
 @pytest.mark.model

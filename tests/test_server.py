@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,54 +18,7 @@ from agentmem import NewMemory, ValidationError
 from agentmem.client import Client
 from api.server import check_bind, is_loopback
 from api.settings import Settings, TokenSpec, load
-
-TOKEN = "server-test-secret-000000001"
-ENV_TOKENS = f"w:{TOKEN}:admin:shop"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    def __init__(self, data: Path, tokens: str = ENV_TOKENS) -> None:
-        self.data = data
-        self.tokens = tokens
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, "AGENTMEM_TOKENS": self.tokens, "HF_HUB_OFFLINE": "1"}
-        cmd = [sys.executable, "-m", "agentmem", "--data-dir", str(self.data), "serve", "--port", str(self.port)]
-        self.proc = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(self.data.parent / "server.log", "ab")
-        )
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            assert self.proc.poll() is None, (self.data.parent / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        raise AssertionError("server did not start")
-
-    def stop(self, sig: int) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        return self.proc.wait(timeout=60)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    s = Server(tmp_path / "data")
-    yield s
-    if s.proc is not None and s.proc.poll() is None:
-        s.proc.kill()
-        s.proc.wait()
+from servers import TOKEN, Server
 
 
 @pytest.mark.model

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_server import TOKEN, Server
 
 from agentmem import NewMemory
 from agentmem.client import Client
+from servers import TOKEN, Server
 
 ALLOW_NO_BROWSER = os.environ.get("AGENTMEM_ALLOW_NO_BROWSER") == "1"  # read before conftest clears AGENTMEM_*
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -60,15 +60,6 @@ def browser() -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    s = Server(tmp_path / "data")
-    yield s
-    if s.proc is not None and s.proc.poll() is None:
-        s.proc.kill()
-        s.proc.wait()
 
 
 @pytest.mark.model

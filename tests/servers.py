@@ -1,0 +1,57 @@
+"""The real server in a child process on a free loopback port, for the tests that need one."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+TOKEN = "server-test-secret-000000001"
+ENV_TOKENS = f"w:{TOKEN}:admin:shop"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, data: Path, tokens: str = ENV_TOKENS) -> None:
+        self.data = data
+        self.tokens = tokens
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "AGENTMEM_TOKENS": self.tokens, "HF_HUB_OFFLINE": "1"}
+        cmd = [sys.executable, "-m", "agentmem", "--data-dir", str(self.data), "serve", "--port", str(self.port)]
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(self.data.parent / "server.log", "ab")
+        )
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            assert self.proc.poll() is None, (self.data.parent / "server.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        raise AssertionError("server did not start")
+
+    def stop(self, sig: int) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=60)
+
+    def close(self) -> None:
+        """Kill the server if it still runs (a test's clean-up)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
