@@ -125,9 +125,17 @@ class Store:
     def close(self) -> None:
         self._conn.close()
 
-    def checkpoint(self) -> None:
-        """Fold the write-ahead log into the database file (e.g. so erased content leaves the WAL)."""
-        self._conn.execute("CHECKPOINT")
+    def checkpoint(self) -> bool:
+        """Fold the write-ahead log into the database file (e.g. so erased content leaves the WAL).
+
+        Best effort: while another connection holds a transaction open DuckDB refuses, and the
+        WAL is folded in later by DuckDB's own automatic checkpoint (or on close).
+        """
+        try:
+            self._conn.execute("CHECKPOINT")
+        except duckdb.TransactionException:
+            return False
+        return True
 
     # -- writes (inside transaction()) -------------------------------------
 

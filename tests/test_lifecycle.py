@@ -464,3 +464,16 @@ def test_rebuild_on_open_is_audited(data_dir: Path, clock) -> None:  # type: ign
         (entry,), _ = mem.audit(actions=["rebuild"])
         assert entry.actor == "startup" and entry.details["indexes"] == ["bm25"]
         assert mem.check().ok
+
+
+def test_delete_succeeds_while_a_reader_holds_a_transaction(memory: Memory) -> None:
+    """Found by the crash campaign: the post-delete CHECKPOINT raised (a 500 after the commit) when
+    another connection had a transaction open. It is best effort now; the delete is whole."""
+    m = memory.remember("A note to erase while someone reads", project="p").memory
+    reader = memory.store.new_cursor()
+    reader.execute("BEGIN TRANSACTION")
+    reader.execute("INSERT INTO counters VALUES ('reader_probe', 1)")  # an open write transaction elsewhere
+    report = memory.delete(ids=[m.id], reason="erase")
+    assert report.versions == 1 and memory.get(m.id).status == "deleted" and memory.check().ok
+    reader.execute("ROLLBACK")
+    reader.close()
