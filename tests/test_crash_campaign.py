@@ -15,6 +15,6 @@ def test_three_kills_lose_nothing(tmp_path: Path) -> None:
     result = campaign(kills=3, writers=3, seed=1, workdir=tmp_path)
     assert result["last_problems"] == [] and result["losses"] == 0, result["rounds"]
     assert result["kills_survived"] == 3
-    assert result["writes_checked"] >= 20 and result["acknowledged_ops"]["delete"] >= 1
+    assert result["writes_checked"] >= 20 and result["deletes_sent"] >= 1  # a delete may be cut off by a kill
     log = (tmp_path / "server.log").read_text()
     assert "Application startup complete" in log and TOKEN not in log  # the secret never reaches a log
