@@ -15,7 +15,7 @@ from litestar.exceptions import (
     PermissionDeniedException,
     ValidationException,
 )
-from litestar.params import FromPath, Parameter
+from litestar.params import FromPath, FromQuery, Parameter
 from litestar.response import Redirect
 
 from agentmem import Memory, NewMemory
@@ -39,7 +39,7 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 STATUS = {ValidationError: 400, NotFoundError: 404, ConflictError: 409}
-Text = Annotated[str | None, Parameter(default=None)]
+Text = FromQuery[str | None]
 
 
 def html(doc: Safe, status: int = 200, cookies: list[Cookie] | None = None) -> Response[str]:
@@ -233,7 +233,7 @@ def audit(
 
 
 @get("/p/{project:str}/stats", sync_to_thread=True)
-def stats(request: Request, project: FromPath[str], check: bool = False) -> Response[str]:  # type: ignore[type-arg]
+def stats(request: Request, project: FromPath[str], check: FromQuery[bool] = False) -> Response[str]:  # type: ignore[type-arg]
     v = viewer(request)
     mem = _mem(request)
     project = _project(v.who, project)
