@@ -247,6 +247,14 @@ def test_search_never_crosses_projects_whatever_the_body_says(client: TestClient
     asof = {"query": "secret door", "as_of": "2100-01-01T00:00:00Z", "project": "other"}
     assert client.post("/v1/recall", json=asof, headers=auth("read")).status_code == 403
     assert client.get("/v1/stats", headers=auth("wrong")).json()["versions"] == 1
+    asof_mine = {"query": "secret door", "as_of": "2100-01-01T00:00:00Z"}
+    hits = client.post("/v1/recall", json=asof_mine, headers=auth("wrong")).json()["hits"]
+    assert [h["memory"]["project"] for h in hits] == ["other"]  # as_of never reaches another project
+    exported = client.get("/v1/export", headers=auth("wrong")).text
+    assert "blue door" not in exported and "red door" in exported
+    assert client.get("/v1/audit", params={"project": "shop"}, headers=auth("wrong")).status_code == 403
+    assert client.get("/v1/memories/1/provenance", headers=auth("wrong")).status_code == 404
+    assert client.post("/v1/consolidate", json={"projects": ["shop"]}, headers=auth("wrong")).status_code == 403
 
 
 # -- the auth matrix ---------------------------------------------------------------------------
