@@ -128,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = summary["recall"]["n"] + summary["remember"]["n"]
     summary.update(requests=total, errors=len(errors), error_examples=errors[:5],
                    throughput_rps=round(total / wall, 1),
-                   server_rss_mb={"start": round(rss[0]), "end": round(rss[-1]), "max": round(max(rss))})  # fmt: skip
+                   server_rss_mb={"start": round(rss[0]), "end": round(rss[-1]), "max": round(max(rss)),
+                                  "by_quarter": [round(float(np.mean(q))) for q in np.array_split(rss, 4) if len(q)],
+                                  "every_second": [round(x) for x in rss]})  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "load.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
