@@ -99,3 +99,17 @@ def test_outbox_entry_for_a_memory_deleted_since(client: TestClient, monkeypatch
     assert r.status_code == 200
     assert mem.check().ok and gone not in mem.indexes.bm25.ids() and gone not in mem.indexes.vectors.ids()
     assert client.get("/ready").status_code == 200
+
+
+@pytest.mark.parametrize("depth", [100, 10_000])
+def test_deeply_nested_json_is_a_4xx(client: TestClient, depth: int) -> None:  # type: ignore[type-arg]
+    mem: Memory = client.app.state.mem_for_test
+    before = mem.stats()
+    body = '{"content": ' + "[" * depth + "]" * depth + "}"
+    for path in ("/v1/memories", "/v1/recall", "/v1/delete", "/v1/observations"):
+        r = client.post(path, content=body, headers={**auth("admin"), "content-type": "application/json"})
+        assert 400 <= r.status_code < 500 and r.json()["error"]["message"], (path, r.status_code, r.text[:200])
+    huge = '{"content": "x", "salience": 1' + "0" * 5000 + "}"
+    r = client.post("/v1/memories", content=huge, headers={**auth("write"), "content-type": "application/json"})
+    assert r.status_code == 400
+    assert mem.stats() == before
