@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from agentmem.records import MemoryVersion
 from agentmem.supersede import NEVER_SUPERSEDED, slot_of
-from agentmem.text import normalise
+from agentmem.text import identity
 
 Lookup = tuple[str, str]  # (project, value)
 
@@ -44,7 +44,7 @@ class LiveSet:
     def _lookups(self, v: MemoryVersion) -> list[tuple[dict[Lookup, set[int]], Lookup]]:
         if v.kind in NEVER_SUPERSEDED:
             return []
-        out = [(self._by_norm, (v.project, normalise(v.content)))]
+        out = [(self._by_norm, (v.project, identity(v.content)))]
         if v.key is not None:
             out.append((self._by_key, (v.project, v.key)))
         if v.triple is not None:
@@ -88,4 +88,4 @@ class LiveSet:
         return self._newest(self._by_slot, (project, slot))
 
     def by_content(self, project: str, content: str) -> MemoryVersion | None:
-        return self._newest(self._by_norm, (project, normalise(content)))
+        return self._newest(self._by_norm, (project, identity(content)))

@@ -34,7 +34,7 @@ from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import Retention, retention
 from agentmem.store import INDEXABLE, Store, StoreSource, compact
 from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide, slot_of
-from agentmem.text import jaccard, normalise, sha256, tokens
+from agentmem.text import identity, jaccard, sha256, tokens
 from indexes.docs import IndexFailure
 from indexes.embed import Embedder, embed_query
 from indexes.sync import Consistency, IndexSet
@@ -347,7 +347,7 @@ class Memory:
             content_hash=content_hash,
         )
         slot = slot_of(new.triple.subject, new.triple.predicate) if new.triple else None
-        self.store.insert_version(tx, version, sha256(normalise(new.content)), slot)
+        self.store.insert_version(tx, version, sha256(identity(new.content)), slot)
         for source_id in new.source_ids:
             self.store.add_link(tx, new_id, source_id, "derived_from", now)
         return version

@@ -22,7 +22,7 @@ from agentmem.errors import NotFoundError, StoreError, StoreLockedError
 from agentmem.migrations import migrate
 from agentmem.records import Link, MemoryVersion, Triple
 from agentmem.supersede import slot_of
-from agentmem.text import normalise, sha256
+from agentmem.text import identity, sha256
 from indexes.docs import Doc, OutboxEntry
 
 # Column order of every SELECT that builds a MemoryVersion.
@@ -186,7 +186,7 @@ class Store:
         if not versions:
             return
         names = COLUMNS + ("norm_hash", "slot")
-        rows = [version_row(v, sha256(normalise(v.content)), _slot(v)) for v in versions]
+        rows = [version_row(v, sha256(identity(v.content)), _slot(v)) for v in versions]
         columns = {name: [r[i] for r in rows] for i, name in enumerate(names)}
         types = {"source_ids": pa.list_(pa.int64())}
         table = pa.table({n: pa.array(vals, type=types.get(n)) for n, vals in columns.items()})

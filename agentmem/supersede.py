@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from agentmem.records import MemoryVersion, NearDuplicate, Outcome
-from agentmem.text import jaccard, normalise, stem, tokens
+from agentmem.text import identity, jaccard, normalise, stem, tokens
 
 NEVER_SUPERSEDED = frozenset({"event", "observation"})
 
@@ -249,15 +249,15 @@ def decide(
 
     if kind in NEVER_SUPERSEDED:
         return Decision("created", near=hints(None))
-    norm = normalise(content)
+    norm = identity(content)
     for target, reason in ((keyed, "key"), (slotted, "triple")):
         if target is None or target.kind in NEVER_SUPERSEDED:
             continue
-        same = normalise(target.content) == norm or (
+        same = identity(target.content) == norm or (
             reason == "triple"
             and triple_object is not None
             and target.triple is not None
-            and normalise(target.triple.object) == normalise(triple_object)
+            and identity(target.triple.object) == identity(triple_object)
         )
         if same:
             return Decision("reinforced", target=target, reason=reason, similarity=1.0)

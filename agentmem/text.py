@@ -42,6 +42,12 @@ def normalise(text: str) -> str:
     return " ".join(tokens(text))
 
 
+def identity(text: str) -> str:
+    """What makes two memories the same content: their normalised tokens, or, for a text with no
+    tokens at all (emoji, symbols, control characters), the text itself with its spacing folded."""
+    return normalise(text) or " ".join(text.split())
+
+
 def jaccard(a: set[str], b: set[str]) -> float:
     """|a & b| / |a | b|, and 0.0 for two empty sets."""
     if not a and not b:
