@@ -38,6 +38,7 @@ from agentmem import audit, lifecycle
 from agentmem.audit import AuditEntry
 from agentmem.errors import NotFoundError, ProviderError, ValidationError
 from agentmem.records import MemoryVersion, NewMemory
+from agentmem.retention import reinforced
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import normalise
 
@@ -380,7 +381,7 @@ def _reinforce(
                 mem.store.update(
                     tx,
                     current.id,
-                    confidence=min(0.99, current.confidence + 0.3 * (1.0 - current.confidence)),
+                    confidence=reinforced(current.confidence),
                     reinforcements=current.reinforcements + 1,
                     last_reinforced_at=now,
                 )
@@ -456,7 +457,7 @@ def _procedural(mem: Memory, project: str, report: ConsolidationReport, actor: s
         evidence = sorted({i for ids in sessions.values() for i in ids})[:200]
         confidence = None
         if existing is not None:
-            confidence = min(0.99, existing.confidence + 0.3 * (1.0 - existing.confidence))
+            confidence = reinforced(existing.confidence)
         result = mem.remember(
             NewMemory(
                 content=text,

@@ -31,7 +31,7 @@ from agentmem.migrations import LATEST
 from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, sql_filters
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
-from agentmem.retention import Retention, retention
+from agentmem.retention import Retention, reinforced, retention
 from agentmem.store import INDEXABLE, Store, StoreSource, compact
 from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide, slot_of
 from agentmem.text import identity, jaccard, sha256, tokens
@@ -294,7 +294,7 @@ class Memory:
     def _reinforce(self, decision: Decision, now: datetime) -> RememberResult:
         target = decision.target
         assert target is not None
-        confidence = min(0.99, target.confidence + 0.3 * (1.0 - target.confidence))
+        confidence = reinforced(target.confidence)
         with self.store.transaction() as tx:
             self.store.update(
                 tx,

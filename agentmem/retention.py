@@ -77,6 +77,11 @@ def effective_confidence(m: MemoryVersion, now: datetime, kinds: dict[str, KindS
     return m.confidence * decay_of(m, now, kinds)
 
 
+def reinforced(confidence: float) -> float:
+    """Confidence after one more reinforcement: a third of the way to 1, capped at 0.99."""
+    return min(0.99, confidence + 0.3 * (1.0 - confidence))
+
+
 def access_term(m: MemoryVersion, now: datetime, policy: RetentionPolicy) -> float:
     if not m.accesses or m.last_accessed_at is None:
         return 0.0
