@@ -68,6 +68,8 @@ def browser() -> Iterator[Any]:
 def test_watch_a_belief_die_in_the_browser(server: Server, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
 
     ARTIFACTS.mkdir(exist_ok=True)
     server.start()
@@ -106,7 +108,10 @@ def test_watch_a_belief_die_in_the_browser(server: Server, browser: Any) -> None
     # write the superseding memory through the remember box, and watch the old belief die
     browser.find_element(By.ID, "content").send_keys("We moved the API to port 4000")
     browser.find_element(By.CSS_SELECTOR, "form[action$='/remember'] button[type=submit]").click()
-    outcome = browser.find_element(By.CSS_SELECTOR, "section.outcome").text
+    # the POST embeds and writes on the server: wait for its page rather than racing the old one
+    outcome = WebDriverWait(browser, 90).until(
+        expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "section.outcome"))
+    ).text
     assert "Superseded" in outcome and "The API listens on port 8080" in outcome
     chain = browser.find_elements(By.CSS_SELECTOR, "ol.timeline > li")
     assert len(chain) == 2
