@@ -38,7 +38,7 @@ from agentmem import audit, lifecycle
 from agentmem.audit import AuditEntry
 from agentmem.errors import NotFoundError, ProviderError, ValidationError
 from agentmem.records import MemoryVersion, NewMemory
-from agentmem.retention import reinforced
+from agentmem.retention import reinforced, reinforcement
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import normalise
 
@@ -378,13 +378,7 @@ def _reinforce(
         now = mem.clock()
         with mem.store.transaction() as tx:
             if not already:
-                mem.store.update(
-                    tx,
-                    current.id,
-                    confidence=reinforced(current.confidence),
-                    reinforcements=current.reinforcements + 1,
-                    last_reinforced_at=now,
-                )
+                mem.store.update(tx, current.id, **reinforcement(current, now))
             have = {x.id for x in mem.store.derived_from(current.id)}
             for m in evidence:
                 if m.id not in have:

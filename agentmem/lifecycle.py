@@ -360,6 +360,13 @@ def _erase(mem: Memory, victims: list[MemoryVersion], entry: AuditEntry) -> int:
             [hashes],
         )
         mem.store.enqueue(tx, [("purge", i) for i in ids], now)
+        # a surviving current version indexes words of the versions it replaced: index it again
+        survivors = tx.execute(
+            "SELECT id FROM memories WHERE is_latest AND status = 'active' AND lineage_id IN "
+            "(SELECT unnest(?::BIGINT[]))",
+            [sorted({v.lineage_id for v in victims})],
+        ).fetchall()
+        mem.store.enqueue(tx, [("upsert", r[0]) for r in survivors], now)
         audit.write(tx, [entry])
         row = tx.execute("SELECT value FROM counters WHERE name = 'audit_seq'").fetchone()
     for i in ids:

@@ -31,7 +31,7 @@ from agentmem.migrations import LATEST
 from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, sql_filters
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
-from agentmem.retention import Retention, reinforced, retention
+from agentmem.retention import Retention, reinforcement, retention
 from agentmem.store import INDEXABLE, Store, StoreSource, compact
 from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide, slot_of
 from agentmem.text import identity, jaccard, sha256, tokens
@@ -294,15 +294,8 @@ class Memory:
     def _reinforce(self, decision: Decision, now: datetime) -> RememberResult:
         target = decision.target
         assert target is not None
-        confidence = reinforced(target.confidence)
         with self.store.transaction() as tx:
-            self.store.update(
-                tx,
-                target.id,
-                confidence=confidence,
-                reinforcements=target.reinforcements + 1,
-                last_reinforced_at=now,
-            )
+            self.store.update(tx, target.id, **reinforcement(target, now))
         refreshed = self.get(target.id)
         self.live.put(refreshed)
         return RememberResult(
@@ -502,10 +495,9 @@ class Memory:
         when = validate.utc(as_of, "as_of")
         if when is not None:
             filters, params = sql_filters(project, agent, tiers, kinds)
-            try:
-                qv = embed_query(self.embedder, query)
-            except IndexFailure as exc:
-                raise IndexUnavailableError(str(exc)) from exc
+            qv = self._query_vector(query)
+            if qv is not None:
+                self._vector_error = None
             n = max(self.config.recall_candidates, 4 * k)
             found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, filters, params)
             return fuse(*found, now=when, k=k, weights=self.config.weights, kinds=self.config.kinds)
@@ -516,13 +508,13 @@ class Memory:
         text_hits = self.indexes.search_text(
             query, n, project=project, agents=[agent] if agent else [], kinds=kinds, tiers=tiers
         )
+        qv = self._query_vector(query)
         try:
-            vector_hits = self.indexes.search_vector(embed_query(self.embedder, query), n, project=project)
-            self._vector_error = None
-        except IndexFailure as exc:  # degrade to BM25 alone, say so, and try the vector side again next time
-            if self._vector_error is None:
-                log.warning("recall without vector search: %s", exc)
-            self._vector_error = f"vector search unavailable, BM25 only: {exc}"
+            vector_hits = [] if qv is None else self.indexes.search_vector(qv, n, project=project)
+            if qv is not None:
+                self._vector_error = None
+        except IndexFailure as exc:
+            self._vector_down(exc)
             vector_hits = []
         now = self.clock()
         tier_set, kind_set = set(tiers), set(kinds)
@@ -544,6 +536,20 @@ class Memory:
         )
         self._note_access([h.memory.id for h in hits])
         return hits
+
+    def _query_vector(self, query: str) -> np.ndarray | None:
+        """The query's embedding, or None while the model is down (recall then answers by words)."""
+        try:
+            return embed_query(self.embedder, query)
+        except IndexFailure as exc:
+            self._vector_down(exc)
+            return None
+
+    def _vector_down(self, exc: IndexFailure) -> None:
+        """Degrade to word search, say so (`degraded`), and try the vector side again next time."""
+        if self._vector_error is None:
+            log.warning("recall without vector search: %s", exc)
+        self._vector_error = f"vector search unavailable, BM25 only: {exc}"
 
     # -- access counts, batched off the recall path -------------------------
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -12,7 +15,10 @@ from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Weights, score
 from agentmem.records import Hit, MemoryVersion
 from agentmem.store import COLUMNS, Store, to_version
-from agentmem.text import tokens
+from agentmem.supersede import STOPWORDS
+from agentmem.text import stem, tokens
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 Ranked = list[tuple[int, float]]  # (id, raw score), best first
 
@@ -60,18 +66,33 @@ def sql_filters(
     return filters, params
 
 
+def query_prefixes(query: str) -> set[str]:
+    """The query's words as the starts of words to look for: accent-folded, lower case, no
+    stopwords, each cut to what it shares with its stem ("policies" -> "polic", "stored" -> "stor")."""
+    out = set()
+    for raw in _WORD.findall(unicodedata.normalize("NFKD", query.casefold()).replace("'", "")):
+        word = "".join(c for c in raw if not unicodedata.combining(c))
+        if word and word not in STOPWORDS:
+            n = len(os.path.commonprefix([word, stem(word)]))
+            out.add(word[:n] if n >= 3 else word)
+    return out
+
+
 def as_of_candidates(
     store: Store,
     model: str,
     query: str,
-    query_vector: np.ndarray,
+    query_vector: np.ndarray | None,
     when: datetime,
     n: int,
     filters: list[str],
     params: list[Any],
 ) -> tuple[list[MemoryVersion], Ranked, Ranked]:
     """Every version valid at `when` (valid_from <= when < valid_to), ranked by cosine in DuckDB,
-    plus a keyword-overlap ranking of the same versions (the BM25 index holds only current ones)."""
+    plus a keyword-overlap ranking of the same versions (the BM25 index holds only current ones).
+
+    Without a query vector (the model is down) the versions are ranked by how many of the
+    query's words their text contains, and there is no vector ranking."""
     where = " AND ".join(
         [
             *(f"m.{f}" for f in filters),
@@ -82,18 +103,29 @@ def as_of_candidates(
         ]
     )
     cols = ", ".join(f"m.{c}" for c in COLUMNS)
+    if query_vector is not None:
+        score, score_params = "list_cosine_similarity(e.vector, ?::FLOAT[])", [query_vector.tolist()]
+        source = "memories m JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ?"
+        source_params: list[Any] = [model]
+    else:
+        words = sorted(query_prefixes(query), key=lambda w: (-len(w), w))[:16]
+        if not words:
+            return [], [], []
+        score = " + ".join(["regexp_matches(lower(strip_accents(m.content)), ?)::INTEGER"] * len(words))
+        score_params = [rf"\b{re.escape(w)}" for w in words]
+        source, source_params = "memories m", []
+        where += f" AND ({score}) > 0"
     rows = (
         store.cursor()
         .execute(
-            f"SELECT {cols}, list_cosine_similarity(e.vector, ?::FLOAT[]) AS cos FROM memories m "
-            f"JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? WHERE {where} "
-            f"ORDER BY cos DESC LIMIT {int(n)}",
-            [query_vector.tolist(), model, *params, when, when, when],
+            f"SELECT {cols}, {score} AS score FROM {source} WHERE {where} ORDER BY score DESC, m.id DESC "
+            f"LIMIT {int(n)}",
+            [*score_params, *source_params, *params, when, when, when, *(score_params if query_vector is None else [])],
         )
         .fetchall()
     )
     versions = [to_version(r[:-1]) for r in rows]
-    vector_hits = [(r[0], float(r[-1])) for r in rows]
+    vector_hits = [(r[0], float(r[-1])) for r in rows] if query_vector is not None else []
     q = set(tokens(query))
     overlap = [(v.id, len(q & set(tokens(v.content))) / max(1, len(q))) for v in versions]
     text_hits = sorted(((i, s) for i, s in overlap if s > 0), key=lambda x: -x[1])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -80,6 +80,11 @@ def effective_confidence(m: MemoryVersion, now: datetime, kinds: dict[str, KindS
 def reinforced(confidence: float) -> float:
     """Confidence after one more reinforcement: a third of the way to 1, capped at 0.99."""
     return min(0.99, confidence + 0.3 * (1.0 - confidence))
+
+
+def reinforcement(m: MemoryVersion, now: datetime) -> dict[str, Any]:
+    """The fields one more reinforcement of `m` at `now` sets: confidence up, count up, clock restarted."""
+    return {"confidence": reinforced(m.confidence), "reinforcements": m.reinforcements + 1, "last_reinforced_at": now}
 
 
 def access_term(m: MemoryVersion, now: datetime, policy: RetentionPolicy) -> float:

@@ -21,7 +21,7 @@ import pyarrow as pa
 from agentmem.errors import NotFoundError, StoreError, StoreLockedError
 from agentmem.migrations import migrate
 from agentmem.records import Link, MemoryVersion, Triple
-from agentmem.supersede import slot_of
+from agentmem.supersede import carried, slot_of
 from agentmem.text import identity, sha256
 from indexes.docs import Doc, OutboxEntry
 
@@ -36,6 +36,17 @@ COLUMNS = (
 )  # fmt: skip
 SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM memories"
 INDEXABLE = "is_latest AND status = 'active'"
+
+
+_DOC_COLUMNS = ("id", "title", "content", "project", "agent", "kind", "tier")
+
+
+def doc_text(title: str | None, content: str, history: Sequence[str] | None) -> str:
+    """What BM25 indexes for a current version: its title and content, then the words of the
+    versions it superseded that still describe it (`supersede.carried`: dead values left out)."""
+    text = f"{title}\n{content}" if title else content
+    context = " ".join(dict.fromkeys(w for old in history or () for w in carried(old, content).split()))
+    return f"{text}\n{context}" if context else text
 
 
 def to_version(row: Sequence[Any]) -> MemoryVersion:
@@ -341,8 +352,11 @@ class StoreSource:
         self.store = store
         self.model = model
 
+    # `history`: the contents of the versions this one superseded (erased ones are gone)
     _DOC_SQL = (
-        "SELECT m.id, m.title, m.content, m.project, m.agent, m.kind, m.tier, e.vector "
+        "SELECT m.id, m.title, m.content, m.project, m.agent, m.kind, m.tier, e.vector, "
+        "(SELECT list(o.content ORDER BY o.version) FROM memories o "
+        "WHERE o.lineage_id = m.lineage_id AND o.status = 'superseded') AS history "
         "FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? "
         "WHERE m.is_latest AND m.status = 'active'"
     )
@@ -352,7 +366,7 @@ class StoreSource:
         return [
             Doc(
                 id=r[0],
-                text=f"{r[1]}\n{r[2]}" if r[1] else r[2],
+                text=doc_text(r[1], r[2], r[8]),
                 vector=np.asarray(r[7], dtype=np.float32),
                 project=r[3],
                 agent=r[4] or "",
@@ -389,16 +403,16 @@ class StoreSource:
                 yield [
                     Doc(
                         id=i,
-                        text=f"{title}\n{content}" if title else content,
+                        text=doc_text(title, content, history),
                         vector=vectors[n],
                         project=project,
                         agent=agent or "",
                         kind=kind,
                         tier=tier,
                     )
-                    for n, (i, title, content, project, agent, kind, tier) in enumerate(
+                    for n, (i, title, content, project, agent, kind, tier, history) in enumerate(
                         zip(
-                            *(cols[c] for c in ("id", "title", "content", "project", "agent", "kind", "tier")),
+                            *(cols[c] for c in (*_DOC_COLUMNS, "history")),
                             strict=True,
                         )
                     )

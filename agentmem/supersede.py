@@ -7,11 +7,18 @@ by its words. A plain-text memory replaces another in two ways:
 - *restatement*: Jaccard similarity of normalised tokens at least `supersede`, cosine
   similarity of the embeddings at least `restate_cosine`, and neither memory names a
   subject word the other lacks on both sides (the descriptive words of one are contained
-  in the other's: "the staging database ..." never restates "the production database ...");
+  in the other's: "the staging database ..." never restates "the production database ...",
+  and the new one adds at most one descriptive word for every two of the old one's);
 - *same slot, new value*: the descriptive words match in the same way, and what differs is
-  one value: a single run of number, version, name or time tokens ("port 3000" -> "port
+  one value replaced by another: a single run of number, version, name or time tokens ("port 3000" -> "port
   4000", "Jenkins" -> "GitHub Actions"), not in the leading position of both sentences,
-  with cosine similarity at least `value_cosine`.
+  with cosine similarity at least `value_cosine`; or a definite subject that now is
+  something else ("the default branch is master" -> "the default branch is main").
+  Descriptive words are compared loosely here: light verbs, irregular forms and the words
+  of a bound ("limit", "capped", "maximum") meet; a possessor the other text lacks, or many
+  descriptive words only the new text has, name another subject. A new text that says it
+  is how things stand now ("... now", "this week") needs only `marked_cosine` and may
+  change a leading name.
 
 Events and observations never supersede and are never superseded. Memories filed under
 different keys or triple slots never meet.
@@ -39,13 +46,36 @@ STOPWORDS = frozenset(
     i me my he him his she her hers now currently current today anymore still also just again already
     new newly move moves moved moving switch switches switched switching change changes changed changing
     migrate migrates migrated migrating upgrade upgrades upgraded upgrading update updates updated
-    updating bump bumps bumped set""".split()
+    updating bump bumps bumped set raise raised lower lowered increase increased decrease decreased
+    reduce reduced extend extended postpone postponed delay delayed rename renamed replace replaced
+    scale scaled relocate relocated transfer transferred swap swapped all after before starting effective
+    forward dr mr mrs ms prof""".split()
 )
 NUMBER_WORDS = frozenset(
     """zero one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty
     fifty sixty hundred thousand million billion once twice first second third fourth fifth""".split()
 )
+# What says a claim is how things stand now: a change is often stated with nothing else
+# ("we're on 4000 now", "on call this week: Sofia"). A period after "this"/"these" is one too.
+NOW_WORDS = frozenset("now nowadays currently presently anymore".split())
+_PERIODS = frozenset("day days week weeks month months quarter sprint year".split())
+_THIS = frozenset({"this", "these"})
+COPULAS = frozenset({"is", "are", "was", "were"})
+DEFINITE = frozenset("the my our your their his her its this that these those".split())
+DETERMINERS = DEFINITE | {"a", "an"}
+# Irregular verb forms a suffix stripper cannot meet ("is led by" / "leads").
+IRREGULAR = dict(
+    pair.split(":")
+    for pair in """led:lead ran:run built:build went:go gone:go made:make kept:keep held:hold took:take taken:take
+    gave:give given:give sent:send paid:pay bought:buy wrote:write written:write chose:choose chosen:choose
+    began:begin begun:begin grew:grow grown:grow knew:know known:know met:meet brought:bring taught:teach
+    sold:sell told:tell said:say found:find spent:spend stood:stand shown:show drove:drive driven:drive
+    ate:eat eaten:eat broke:break broken:break spoke:speak spoken:speak flew:fly flown:fly froze:freeze
+    frozen:freeze got:get gotten:get heard:hear threw:throw thrown:throw wore:wear worn:wear drew:draw
+    drawn:draw hung:hang sang:sing sung:sing""".split()
+)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_OWNER = re.compile(r"\b([a-z]+)'s\b|\b([a-z]+s)'(?!\w)")  # "my partner's", "the kids'"; not a name
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 
 
@@ -54,21 +84,24 @@ class Thresholds(msgspec.Struct, frozen=True):
 
     `supersede` and `hint` are Jaccard similarities of normalised tokens: a restatement
     needs `supersede` (and `restate_cosine`); from `hint` up a current memory is named as a
-    near duplicate. `value_cosine` is the cosine a same-slot, new-value change needs;
-    `value_rule=False` turns that rule off. Cosines apply when the caller knows them.
+    near duplicate. `value_cosine` is the cosine a same-slot, new-value change needs, and
+    `marked_cosine` the one it needs when the new text says it is how things stand now
+    ("... now", "... this week"); `value_rule=False` turns that rule off. Cosines apply
+    when the caller knows them.
     """
 
     supersede: float = 0.7
     hint: float = 0.4
     max_hints: int = 5
     restate_cosine: float = 0.8
-    value_cosine: float = 0.5
+    value_cosine: float = 0.4
+    marked_cosine: float = 0.3
     value_rule: bool = True
 
     def __post_init__(self) -> None:
         if not 0.0 < self.hint <= self.supersede <= 1.0:
             raise ValueError("thresholds need 0 < hint <= supersede <= 1")
-        if not (-1.0 <= self.restate_cosine <= 1.0 and -1.0 <= self.value_cosine <= 1.0):
+        if not all(-1.0 <= c <= 1.0 for c in (self.restate_cosine, self.value_cosine, self.marked_cosine)):
             raise ValueError("cosine thresholds need -1 <= cosine <= 1")
 
 
@@ -86,44 +119,82 @@ def slot_of(subject: str, predicate: str) -> str:
 
 
 class Words(msgspec.Struct, frozen=True):
-    """A text's content words in order (stopwords dropped), and those that read as values."""
+    """A text's content words in order (stopwords dropped), and what the rules read off them."""
 
     words: tuple[str, ...]
     values: frozenset[str]  # numbers, number words, versions, names: digits, or a capital not at a sentence start
+    maybe: frozenset[str] = frozenset()  # capitalised at a sentence start: a name, or just the first word
+    now: bool = False  # says it is how things stand now ("now", "currently", "this week")
+    copula: int | None = None  # `words[:copula]` is the subject of a definite "X is Y" statement
+    light: frozenset[str] = frozenset()  # light verbs used as verbs ("runs", "we use"; not "my work laptop")
+    owners: frozenset[str] = frozenset()  # possessors ("my partner's birthday"): they name whose fact it is
+    raw: tuple[str, ...] = ()  # each of `words` as written, lower case and accents folded
+    linker: str = ""  # the function word after the copula: "on" in "the meeting is on Monday"
 
 
 def _canon(word: str) -> str:
-    """`tokens()`'s stem, with a doubled final consonant undone ("running" -> "runn" -> "run")."""
-    t = stem(word)
+    """`tokens()`'s stem of the word (of its base form, for an irregular verb), with a doubled
+    final consonant undone ("running" -> "runn" -> "run")."""
+    t = stem(IRREGULAR.get(word, word))
     if len(t) >= 4 and t[-1] == t[-2] and t[-1] not in "aeiouls" and not t[-1].isdigit():
         t = t[:-1]
     return t
 
 
 # Generic verbs that say little about which slot a value fills ("X uses / runs on / is built
-# with React 18"); ignored only when a value is compared with a value.
+# with React 18", "deploys happen on Tuesday"); ignored only when a value is compared with a value.
 LIGHT_VERBS = frozenset(
     _canon(w)
     for w in """use uses used using run runs running ran build builds built building power powers powered
     host hosts hosted go goes went make makes made handle handles handled manage manages managed
-    process processes processed keep keeps kept work works worked""".split()
+    process processes processed keep keeps kept work works worked happen happens happened occur occurs
+    occurred""".split()
 )
+
+# The words that put a bound on a quantity ("the upload limit is", "uploads are capped at",
+# "the maximum upload size", "the API allows 500 requests"); one word when values are compared.
+BOUNDS = {_canon(w): "limit" for w in "limit limited cap capped maximum max most ceiling quota allow".split()}
 
 
 def words(text: str) -> Words:
     """The content words of `text`; a capitalised word at a sentence start is a plain word
-    unless it has digits or inner capitals ("MySQL", "GitHub")."""
+    unless it has digits or inner capitals ("MySQL", "GitHub"), and maybe a name."""
     folded = unicodedata.normalize("NFKD", text)
-    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("'", "").replace("\u2019", "")
+    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("\u2019", "'")
+    owners = {_canon(w) for pair in _OWNER.findall(folded) for w in pair if w and w not in STOPWORDS}  # not "it's"
+    folded = folded.replace("'", "")
     out: list[str] = []
     values: set[str] = set()
+    maybe: set[str] = set()
+    now = False
+    copula: int | None = None
+    light: set[str] = set()
+    raw_words: list[str] = []
+    linker = ""
+    first = prev = ""
+    state = True  # no copula seen yet, or a definite subject with a complement that is no action
     for m in _WORD.finditer(folded):
         raw = m.group()
         low = raw.casefold()
-        if low in STOPWORDS:
+        before, prev, first = prev, low, first or low
+        if low in NOW_WORDS or (low in _PERIODS and before in _THIS):
+            now = True
             continue
+        if low in COPULAS and copula is None:
+            copula = len(out)
+            state = first in DEFINITE  # "the default branch", "my diet"; not "a man", not "Marco"
+            continue
+        if low in STOPWORDS:
+            if copula is not None and copula == len(out) and not linker:
+                linker = low
+            continue
+        if copula is not None and copula == len(out) and low.endswith("ing"):
+            state = False  # "the man is playing": an action, not a state
         t = _canon(low)
         out.append(t)
+        raw_words.append(low)
+        if t in LIGHT_VERBS and before not in DETERMINERS:
+            light.add(t)  # a verb ("runs", "we use"), not a noun ("my work laptop", "the build")
         at_start = m.start() == 0 or bool(_SENTENCE_END.search(folded[: m.start()]))
         if (
             any(c.isdigit() for c in raw)
@@ -132,7 +203,32 @@ def words(text: str) -> Words:
             or (raw[0].isupper() and not at_start)
         ):
             values.add(t)
-    return Words(tuple(out), frozenset(values))
+        elif raw[0].isupper():
+            maybe.add(t)
+    return Words(
+        tuple(out), frozenset(values), frozenset(maybe), now, copula if state else None, frozenset(light),
+        frozenset(owners), tuple(raw_words), linker,
+    )  # fmt: skip
+
+
+def _named(a: Words, b: Words) -> tuple[Words, Words]:
+    """`a` and `b` with each sentence-initial capitalised word the other text lacks read as a
+    value: "Tom is the product manager" names Tom when the other text never says "tom"."""
+    wa, wb = set(a.words), set(b.words)
+    return (
+        msgspec.structs.replace(a, values=a.values | (a.maybe - wb)),
+        msgspec.structs.replace(b, values=b.values | (b.maybe - wa)),
+    )
+
+
+def carried(old: str, new: str) -> str:
+    """The words of `old` that still describe what `new` (its successor) is about: its content
+    words less the values `new` no longer has. The search index keeps them with `new`, so a
+    memory restated briefly ("we're on 4000 now") is still found by how its slot was described
+    ("the dev server port"), and never by a dead value."""
+    o, keep = words(old), set(words(new).words)
+    dead = o.values | o.maybe | (set(o.words[o.copula :]) if o.copula is not None else set())
+    return " ".join(r for w, r in zip(o.words, o.raw, strict=True) if w not in dead or w in keep)
 
 
 def _runs(seq: Sequence[str], picked: set[str]) -> list[tuple[int, int]]:
@@ -147,13 +243,19 @@ def _runs(seq: Sequence[str], picked: set[str]) -> list[tuple[int, int]]:
     return runs
 
 
-def _compare(a: Words, b: Words, ignore: frozenset[str] = frozenset()) -> tuple[bool, set[str], set[str]]:
-    """Whether the descriptive (non-value) words of one text, less `ignore`, are all among the
-    other's (and the texts share a word); and the value words `b` gains and loses against `a`."""
+def _compare(a: Words, b: Words, loose: bool = False) -> tuple[bool, set[str], set[str]]:
+    """Whether the descriptive (non-value) words of one text are all among the other's (and the
+    texts share a word); and the value words `b` gains and loses against `a`. `loose` (when a
+    value is compared with a value) ignores light verbs and reads every word of a bound as one."""
     values = a.values | b.values
     wa, wb = set(a.words), set(b.words)
-    na, nb = wa - values - ignore, wb - values - ignore
-    same = bool(wa & wb) and (na <= nb or nb <= na)
+    na, nb = wa - values, wb - values
+    if loose:
+        na, nb = {BOUNDS.get(w, w) for w in na - a.light}, {BOUNDS.get(w, w) for w in nb - b.light}
+    # one text's descriptive words are among the other's; and the new text adds few of its own
+    # (a change is often said more briefly, "we're on Node 20 now"; many new words are another subject)
+    same = bool(wa & wb) and (nb <= na or (na <= nb and len(nb - na) <= len(na) // 2))
+    same = same and a.owners <= wb and b.owners <= wa
     return same, (wb & values) - wa, (wa & values) - wb
 
 
@@ -164,31 +266,49 @@ def _numeric(word: str) -> bool:
 def new_value(a: Words, b: Words) -> bool:
     """`b` gives the slot `a` describes a new value: one run of value words differs, of the same
     shape (a number for a number, a name for a name), and the descriptive words match."""
-    same, gained, lost = _compare(a, b, LIGHT_VERBS)
+    return _new_value(a, b) or _new_value(*_named(a, b))
+
+
+def _new_value(a: Words, b: Words) -> bool:
+    same, gained, lost = _compare(a, b, loose=True)
     if not same or not gained:
         return False
     runs_b, runs_a = _runs(b.words, gained), _runs(a.words, lost)
-    if len(runs_b) != 1 or len(runs_a) > 1:
-        return False
-    if runs_a:
-        run_a = a.words[runs_a[0][0] : runs_a[0][1]]
-        run_b = b.words[runs_b[0][0] : runs_b[0][1]]
-        if any(map(_numeric, run_a)) != any(map(_numeric, run_b)):
-            return False  # "Python 3.12" -> "SQLAlchemy": another slot, not a new value
+    if len(runs_b) != 1 or len(runs_a) != 1:
+        return False  # a value replaces a value: "my sister is a doctor" / "... is in Berlin" adds one
+    run_a = a.words[runs_a[0][0] : runs_a[0][1]]
+    run_b = b.words[runs_b[0][0] : runs_b[0][1]]
+    if any(map(_numeric, run_a)) != any(map(_numeric, run_b)):
+        return False  # "Python 3.12" -> "SQLAlchemy": another slot, not a new value
     values = a.values | b.values
-    marked_a = _mark(a.words, runs_a[0] if runs_a else None, values)
-    if marked_a != _mark(b.words, runs_b[0], values, marker=bool(runs_a)):
+    if _mark(a.words, runs_a[0], values) != _mark(b.words, runs_b[0], values):
         return False  # the values both keep sit elsewhere: "fact 12 about 28" is not "fact 28 about 732"
-    leading = runs_b[0][0] == 0 and (not runs_a or runs_a[0][0] == 0)
-    return not leading  # "Alice is on call" / "Bob is on call": the subject differs, not a value
+    leading = runs_b[0][0] == 0 and runs_a[0][0] == 0
+    # "Alice is on call" / "Bob is on call": the subject differs, not a value; unless only the
+    # new text says that this is how it is now ("Bob is on call now")
+    return not leading or (b.now and not a.now)
 
 
-def _mark(seq: Sequence[str], run: tuple[int, int] | None, values: frozenset[str], marker: bool = True) -> list[str]:
-    """The value words of `seq` in order, with `run` replaced by one marker (or dropped)."""
+def new_state(a: Words, b: Words) -> bool:
+    """`b` says the same definite subject now is something else: "The default branch is master"
+    -> "The default branch is main now". Nothing of the complement is kept, it is no action
+    ("the man is playing a guitar"), no indefinite subject ("a man is sleeping"), and both
+    complements open alike ("is on Monday" / "is in room 4" are two facts about a meeting)."""
+    if a.copula is None or b.copula is None or a.linker != b.linker:
+        return False
+    subject_a, subject_b = a.words[: a.copula], b.words[: b.copula]
+    rest_a, rest_b = set(a.words[a.copula :]), set(b.words[b.copula :])
+    same_subject = bool(subject_a) and sorted(subject_a) == sorted(subject_b)
+    plain = not (rest_a & a.values or rest_b & b.values)  # a value is new_value()'s to judge
+    return same_subject and plain and bool(rest_a and rest_b) and not rest_a & rest_b
+
+
+def _mark(seq: Sequence[str], run: tuple[int, int], values: frozenset[str]) -> list[str]:
+    """The value words of `seq` in order, with `run` replaced by one marker."""
     out: list[str] = []
     for i, w in enumerate(seq):
-        if run is not None and run[0] <= i < run[1]:
-            if marker and i == run[0]:
+        if run[0] <= i < run[1]:
+            if i == run[0]:
                 out.append("\0")
         elif w in values:
             out.append(w)
@@ -197,7 +317,7 @@ def _mark(seq: Sequence[str], run: tuple[int, int] | None, values: frozenset[str
 
 def same_values(a: Words, b: Words) -> bool:
     """`b` restates `a`'s values in other words: the same value words, the descriptive words match."""
-    same, gained, lost = _compare(a, b, LIGHT_VERBS)
+    same, gained, lost = _compare(a, b, loose=True)
     return same and bool(set(a.words) & (a.values | b.values)) and not gained and not lost
 
 
@@ -275,6 +395,8 @@ def decide(
             continue
         cos = cosine(cand)
         old_words = words(cand.content)
+        marked = new_words.now and not old_words.now
+        value_cosine = thresholds.marked_cosine if marked else thresholds.value_cosine
         if sim >= thresholds.supersede and (cos is None or cos >= thresholds.restate_cosine):
             if restates(old_words, new_words):
                 return Decision(
@@ -285,9 +407,12 @@ def decide(
                 return Decision(
                     "superseded", target=cand, reason="same value", similarity=round(sim, 4), near=hints(cand.id)
                 )
-        if thresholds.value_rule and (cos is None or cos >= thresholds.value_cosine):
-            if new_value(old_words, new_words):
-                return Decision(
-                    "superseded", target=cand, reason="new value", similarity=round(sim, 4), near=hints(cand.id)
-                )
+        if thresholds.value_rule and (
+            ((cos is None or cos >= value_cosine) and new_value(old_words, new_words))
+            # a new state says less than a new value: it needs a restatement's cosine
+            or ((cos is None or cos >= thresholds.restate_cosine) and new_state(old_words, new_words))
+        ):
+            return Decision(
+                "superseded", target=cand, reason="new value", similarity=round(sim, 4), near=hints(cand.id)
+            )
     return Decision("created", near=hints(None))

@@ -23,6 +23,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "changing_facts": ("benchmarks.changing_facts", "what is true now: agentmem vs append-only on a project history",
                        "5 min"),
     "sick": ("benchmarks.sick", "supersession decisions on SICK pairs (false kills) and a threshold sweep", "3 min"),
+    "claim_pairs": ("benchmarks.claim_pairs", "supersession on hand-written update / restate / different claim pairs",
+                    "1 min"),
     "latency": ("benchmarks.latency", "recall latency, remember throughput, rebuild at 1k/10k/100k vs brute force",
                 "15-30 min"),
     "http_latency": ("benchmarks.http_latency", "recall over HTTP with 1/4/16 client processes", "15 min"),
@@ -31,7 +33,7 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
                   "5 min"),
 }  # fmt: skip
 GROUPS = {
-    "quality": ["longmemeval", "locomo", "changing_facts", "sick"],
+    "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs"],
     "speed": ["latency", "http_latency", "lifecycle"],
 }
 

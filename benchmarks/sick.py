@@ -74,10 +74,16 @@ def fires(decide_fn: Callable[..., Any], a: str, b: str, cos: float | None, thre
 
 
 def rates(
-    pairs: list[dict[str, str]], cos: np.ndarray, decide_fn: Callable[..., Any], thresholds: Any, with_cos: bool = True
+    pairs: list[dict[str, str]],
+    cos: np.ndarray,
+    decide_fn: Callable[..., Any],
+    thresholds: Any,
+    with_cos: bool = True,
+    labels: Sequence[str] = LABELS,
 ) -> dict[str, Any]:
+    """Per label: pairs, how many fired, the rate, and the reasons (B remembered after A)."""
     out: dict[str, Any] = {}
-    for label in LABELS:
+    for label in labels:
         idx = [i for i, p in enumerate(pairs) if p["entailment_judgment"] == label]
         reasons = [
             fires(decide_fn, pairs[i]["sentence_A"], pairs[i]["sentence_B"], float(cos[i]) if with_cos else None,
@@ -94,22 +100,25 @@ def rates(
     return out
 
 
-def base_decide() -> Callable[..., Any] | None:
-    """`decide` from agentmem/supersede.py as committed at BASE_COMMIT (None if git cannot show it)."""
+def decide_at(commit: str) -> Callable[..., Any] | None:
+    """`decide` from agentmem/supersede.py as committed at `commit` (None if git cannot show it).
+    Rules that knew no cosines are called without them."""
     try:
         src = subprocess.run(
-            ["git", "show", f"{BASE_COMMIT}:agentmem/supersede.py"], cwd=REPO_ROOT, capture_output=True, text=True,
+            ["git", "show", f"{commit}:agentmem/supersede.py"], cwd=REPO_ROOT, capture_output=True, text=True,
             check=True, timeout=30,
         ).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(src)
-    spec = importlib.util.spec_from_file_location("agentmem_supersede_base", f.name)
+    spec = importlib.util.spec_from_file_location(f"agentmem_supersede_{commit}", f.name)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
+    if "cosines" in mod.decide.__code__.co_varnames:
+        return lambda **kw: mod.decide(**{**kw, "thresholds": mod.Thresholds()})
     return lambda **kw: mod.decide(**{k: v for k, v in kw.items() if k != "cosines"})
 
 
@@ -195,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["at_defaults_without_cosines"] = rates(pairs, cos, decide, defaults, with_cos=False)
     results["restatement_only"] = rates(pairs, cos, decide, Thresholds(value_rule=False))
     results["new_value_only"] = rates(pairs, cos, decide, Thresholds(supersede=1.0, restate_cosine=1.0))
-    old = base_decide()
+    old = decide_at(BASE_COMMIT)
     if old is not None:
         results["previous_rule"] = rates(pairs, cos, old, Thresholds())
     results["false_kill_examples_at_defaults"] = examples(pairs, cos, defaults, "NEUTRAL")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentmem import Memory, Triple
+from agentmem import Config, Memory, Triple
 from agentmem.records import MemoryVersion
 from agentmem.supersede import Thresholds, decide, words
 from agentmem.text import jaccard, tokens
@@ -246,7 +246,10 @@ def test_decide_picks_highest_similarity() -> None:
 def test_cosines_gate_both_rules() -> None:
     old = [mv(1, "The dev server runs on port 3000")]
     assert run_decide("The dev server is on port 4000 now", old, {1: 0.7}).outcome == "superseded"
-    assert run_decide("The dev server is on port 4000 now", old, {1: 0.3}).outcome == "created"
+    assert run_decide("The dev server is on port 4000", old, {1: 0.35}).outcome == "created"
+    # saying "now" is a change stated as news: a lower cosine does
+    assert run_decide("The dev server is on port 4000 now", old, {1: 0.35}).outcome == "superseded"
+    assert run_decide("The dev server is on port 4000 now", old, {1: 0.2}).outcome == "created"
     assert run_decide("The dev server is on port 4000 now", old, {}).outcome == "created"  # not among the nearest
     assert run_decide("The dev server is on port 4000 now", old, {1: 0.7}, value_rule=False).outcome == "created"
     same = [mv(1, "Deploys go out every Tuesday afternoon")]
@@ -302,3 +305,89 @@ def test_real_model_changes_supersede_and_traps_stay(tmp_path, real_embedder) ->
         new_port = mem.remember("The dev server is on port 4000 now.", project=P)
         assert new_port.outcome == "superseded" and new_port.superseded_id == port.id
         assert mem.get(staging.id).is_latest and mem.get(docs.memory.id).is_latest
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fires"),
+    [
+        # an irregular participle meets its verb
+        ("The backend team is led by Alice.", "The backend team lead is Priya.", True),
+        # a name at the start of a sentence is a value when the other text never says it
+        ("The product manager for checkout is Maria.", "Tom is the product manager for checkout now.", True),
+        # both lead with a name: another subject, unless only the new text says "now"
+        ("Kenji is on call for payments.", "Sofia is on call for payments now.", True),
+        ("Alice is on vacation this week.", "Bob is on vacation this week.", False),
+        # a definite subject that now is something else (at a restatement's cosine); not an action,
+        # not "a man", not a complement that opens otherwise or holds a value
+        ("The default branch is master.", "The default branch is main.", True),
+        ("The meeting is on Monday.", "The meeting is in room 4.", False),
+        ("Our budget is 5000 dollars.", "Our budget is approved.", False),
+        # a value replaces a value; adding one is another fact
+        ("My sister is a doctor.", "My sister is in Berlin.", False),
+        ("A man is sleeping.", "A man is cooking.", False),
+        ("The cat is sleeping.", "The cat is eating.", False),
+        ("The man is playing a guitar.", "The man is playing a flute.", False),
+        # the words of a bound are one word; another bound is another fact
+        ("The maximum upload size is 10 MB.", "Uploads are capped at 25 MB now.", True),
+        ("The public API rate limit is 100 requests per minute.", "The public API allows 500 requests a minute.", True),
+        ("The maximum upload size is 10 MB.", "The maximum avatar size is 2 MB.", False),
+        # light verbs are ignored as verbs only
+        ("Production deploys happen on Tuesday.", "Production deploy day is Thursday.", True),
+        ("My work laptop is a MacBook Pro.", "My personal laptop is a ThinkPad.", False),
+        # a possessor names whose fact it is
+        ("My partner's birthday is June 4.", "My birthday is October 19.", False),
+        # the new text may be briefer, not add a subject of its own
+        ("Our SLA promises 99.9% uptime.", "The SLA was raised to 99.95%.", True),
+        ("Payments are processed by Stripe.", "Kenji is on call for the payments service.", False),
+    ],
+)
+def test_value_rule_cases(old: str, new: str, fires: bool) -> None:
+    d = run_decide(new, [mv(1, old)], {1: 0.85})
+    assert (d.outcome == "superseded") is fires, d
+
+
+def test_a_new_state_needs_a_restatements_cosine() -> None:
+    old = [mv(1, "The default branch is master.")]
+    assert run_decide("The default branch is main.", old, {1: 0.85}).outcome == "superseded"
+    assert run_decide("The default branch is main.", old, {1: 0.6}).outcome == "created"
+
+
+def bm25_ids(memory: Memory, text: str) -> set[int]:
+    return {i for i, _ in memory.indexes.search_text(text, 10, project=P)}
+
+
+def test_search_finds_a_brief_update_by_how_its_slot_was_described(memory: Memory) -> None:
+    memory.remember("The product cache TTL is 10 minutes", project=P)
+    old = memory.remember("The dev server runs on Jenkins port 3000", project=P, key="dev.port")
+    new = memory.remember("We're on 4000 now", project=P, key="dev.port")
+    assert new.outcome == "superseded" and new.superseded_id == old.memory.id
+    # the words of the version it replaced still lead to it; its dead values do not
+    assert new.memory.id in bm25_ids(memory, "dev server port")
+    assert new.memory.id not in bm25_ids(memory, "3000")
+    assert new.memory.id not in bm25_ids(memory, "Jenkins")
+    assert [h.memory.id for h in memory.recall("dev server port", project=P, k=1)] == [new.memory.id]
+    # names at the start and a state's old complement are dead values too; accents fold
+    alice = memory.remember("Alice is on call for payments", project=P, key="oncall")
+    bob = memory.remember("Bob is on call for payments now", project=P, key="oncall")
+    assert bob.superseded_id == alice.memory.id and bm25_ids(memory, "Alice") == set()
+    memory.remember("The default branch is master", project=P, key="branch")
+    main = memory.remember("The default branch is main now", project=P, key="branch")
+    assert main.memory.id in bm25_ids(memory, "default branch") and bm25_ids(memory, "master") == set()
+    # a rebuild from DuckDB indexes the same text as the outbox did
+    memory.rebuild(["bm25"])
+    assert new.memory.id in bm25_ids(memory, "dev server port")
+    assert new.memory.id not in bm25_ids(memory, "3000")
+
+
+@pytest.mark.parametrize("purge_files", [True, False], ids=["rebuild", "outbox"])
+def test_erasing_an_old_version_erases_its_words_from_the_search_index(
+    data_dir: Any, embedder: Any, clock: Any, purge_files: bool
+) -> None:
+    with Memory(data_dir, embedder=embedder, clock=clock, config=Config(purge_index_files=purge_files)) as memory:
+        old = memory.remember("The staging payroll host is zebrafinch", project=P, key="payroll.host")
+        new = memory.remember("It's blackbird now", project=P, key="payroll.host")
+        assert new.memory.id in bm25_ids(memory, "staging payroll")
+        memory.delete(reason="erasure request", ids=[old.memory.id])
+        assert bm25_ids(memory, "staging payroll") == set()
+        assert new.memory.id in bm25_ids(memory, "blackbird")
+        assert memory.check().ok
