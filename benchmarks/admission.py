@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmem import Memory
-from benchmarks.common import DEFAULT_DATA, LOCOMO, progress
+from benchmarks.common import DEFAULT_DATA, LOCOMO, RESULTS, progress, write_results
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -180,15 +180,13 @@ def main() -> None:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--fake", action="store_true", help="a hashing embedder instead of the real model")
     p.add_argument("--dry-run", action="store_true", help="count only; remember nothing")
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--examples", action="store_true", help="print a few admitted and rejected turns (stdout only)")
     args = p.parse_args()
     result = run(args.data, args.fake, args.dry_run)
     examples = result.pop("examples")  # LoCoMo text stays out of the repository
-    args.out.mkdir(parents=True, exist_ok=True)
     stem = "admission" if not (args.fake or args.dry_run) else "admission_quick"
-    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / f"{stem}.md").write_text(markdown(result))
+    write_results(args.out, stem, result, markdown(result))
     print(markdown(result))
     if args.examples:
         for k, texts in examples.items():

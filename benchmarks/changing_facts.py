@@ -30,7 +30,6 @@ Results: a table on stdout; changing_facts.json / .md / .png in --out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import tempfile
@@ -44,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from agentmem import Config, Memory
-from benchmarks.common import machine_info, progress, say
+from benchmarks.common import RESULTS, machine_info, parser, progress, pyplot, save_figure, say, write_results
 from benchmarks.factgen import OUT as DATA_FILE
 from benchmarks.factgen import generate
 
@@ -200,11 +199,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     k = results["k"]
     names = list(results["systems"])
     metrics = [
@@ -229,16 +224,14 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("share of questions")
     ax.set_title(f"Changing facts ({results['counts']['claims']} claims, {results['counts']['sessions']} sessions)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.changing_facts", description=__doc__.split("\n\n")[0])
+    p = parser("changing_facts", __doc__)
     p.add_argument("--data-file", type=Path, default=DATA_FILE)
     p.add_argument("-k", type=int, default=5)
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-keys", action="store_true", help="skip the row where every claim carries its fact id as key")
     args = p.parse_args(argv)
 
@@ -291,8 +284,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine_info(),
     }
     table = markdown(results)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "changing_facts.json").write_text(json.dumps(results, indent=2) + "\n")
     c = data["counts"]
     header = (
         f"# Changing facts\n\n{c['claims']} claims in {c['sessions']} sessions over {c['days']} days "
@@ -309,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{len(r['supersessions_of_another_fact'])}; ingest {r['ingest_seconds']} s, "
                 f"{len(r['score']['failures'])} questions with a miss or a dead hit."
             )
-    (args.out / "changing_facts.md").write_text(header + table + "\n\n" + "\n".join(notes) + "\n")
+    write_results(args.out, "changing_facts", results, header + table + "\n\n" + "\n".join(notes) + "\n")
     plot(results, args.out / "changing_facts.png")
     print(table)
     print("\n".join(notes))

@@ -22,7 +22,6 @@ sweep over `value_cosine`. Results: claim_pairs.json / .md / .png in --out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +32,18 @@ import numpy as np
 
 from agentmem.supersede import Thresholds, decide
 from benchmarks import sick
-from benchmarks.common import CACHE_DIR, REPO_ROOT, cached_embeddings, machine_info, say
+from benchmarks.common import (
+    CACHE_DIR,
+    REPO_ROOT,
+    RESULTS,
+    cached_embeddings,
+    machine_info,
+    parser,
+    pyplot,
+    save_figure,
+    say,
+    write_results,
+)
 from benchmarks.sick import BASE_COMMIT, decide_at, fires
 
 # dev: looked at while the rules and thresholds were chosen; test: run only once they were fixed
@@ -88,11 +98,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     colors = dict(zip(LABELS, ("tab:blue", "tab:green", "tab:red"), strict=True))
     top = 0.5
@@ -109,9 +115,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_ylim(0, top + 0.05)
     ax.set_title("Hand-written claim pairs: supersession by value_cosine")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def evaluate(pairs: list[dict[str, str]], cos: np.ndarray) -> dict[str, Any]:
@@ -135,10 +139,10 @@ def evaluate(pairs: list[dict[str, str]], cos: np.ndarray) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.claim_pairs", description=__doc__.split("\n\n")[0])
+    p = parser("claim_pairs", __doc__)
     p.add_argument("--data-file", type=Path, action="append", help="a JSON Lines file of pairs (repeatable); "
                    "default: the dev and test sets in data/")  # fmt: skip
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     started = time.perf_counter()
     files = {f.stem: f for f in args.data_file} if args.data_file else SETS
@@ -163,8 +167,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine_info(),
     }
     table = markdown(results)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "claim_pairs.json").write_text(json.dumps(results, indent=2) + "\n")
     header = (
         "# Supersession on hand-written claim pairs\n\n"
         + "; ".join(f"{name}: {r['pairs']} pairs {r['counts']} in `{r['file']}`" for name, r in sets.items())
@@ -174,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     kills = [f"- ({name}) {k['old']} -> {k['new']} (cosine {k['cosine']})" for name, r in sets.items()
              for k in r["false_kills"]]  # fmt: skip
     listed = "\n".join(kills) or "- none"
-    (args.out / "claim_pairs.md").write_text(f"{header}{table}\n\nFalse kills now:\n\n{listed}\n")
+    write_results(args.out, "claim_pairs", results, f"{header}{table}\n\nFalse kills now:\n\n{listed}\n")
     plot(results, args.out / "claim_pairs.png")
     print(table)
     return 0

@@ -1,4 +1,4 @@
-"""Shared pieces of the benchmarks: the real-text corpus, queries, an embedding cache, timing statistics.
+"""Shared pieces of the benchmarks: corpus and queries, embedding cache, statistics, command line, result files.
 
 The data files are read in place from the shared data folder (default `../shared/data` next to
 the repository root); nothing from them is ever copied into the repository.
@@ -6,6 +6,7 @@ the repository root); nothing from them is ever copied into the repository.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import hashlib
 import json
@@ -13,6 +14,7 @@ import os
 import platform
 import random
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -20,14 +22,19 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm import tqdm
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+RESULTS = Path(__file__).resolve().parent / "results"
 LONGMEMEVAL = "longmemeval_s_dev50.jsonl.gz"
 LOCOMO = "locomo10.json"
 
@@ -44,6 +51,77 @@ def progress(iterable: Any = None, **kwargs: Any) -> tqdm:
 def say(*parts: object) -> None:
     """Progress notes go to stderr, so that stdout holds only the results."""
     print(*parts, file=sys.stderr, flush=True)
+
+
+# -- command line and result files --------------------------------------------------
+
+
+def parser(name: str, doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser for `python -m benchmarks.<name>`, described by the docstring's first paragraph."""
+    return argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=(doc or "").split("\n\n")[0])
+
+
+def command_line(name: str, argv: Sequence[str] | None) -> str:
+    """The command that ran `benchmarks.<name>` with these arguments, as typed from the repository root."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    return " ".join([f"python -m benchmarks.{name}", *([shlex.join(given)] if given else [])])
+
+
+def read_results(out: Path, name: str) -> dict[str, Any]:
+    """The results a run wrote to `<name>.json` in `out`."""
+    results: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
+    return results
+
+
+def write_json(out: Path, name: str, results: dict[str, Any], default: Callable[[Any], Any] | None = None) -> None:
+    """Write `results` to `<name>.json` in `out` (created if missing), indented, ending in a newline."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=2, default=default) + "\n")
+
+
+def write_results(
+    out: Path, name: str, results: dict[str, Any], markdown: str, default: Callable[[Any], Any] | None = None
+) -> None:
+    """Write `<name>.json` (as write_json does) and the Markdown as `<name>.md` in `out`."""
+    write_json(out, name, results, default)
+    (out / f"{name}.md").write_text(markdown)
+
+
+def write_report(
+    results: dict[str, Any],
+    out: Path,
+    name: str,
+    render: Callable[[dict[str, Any]], str],
+    plot: Callable[[dict[str, Any], Path], None],
+) -> None:
+    """Print the Markdown, write it with its command line to `<name>.md` and the plot to `<name>.png` in `out`."""
+    md = render(results)
+    print(md)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.md").write_text(md + f"\nProduced by (from the repository root):\n\n    {results['command']}\n")
+    plot(results, out / f"{name}.png")
+
+
+def pyplot() -> ModuleType:
+    """matplotlib.pyplot on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Figure, path: Path, dpi: float | None = None) -> None:
+    """Lay the figure out, write it to `path` (at `dpi` if given, else matplotlib's default) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    if dpi is None:
+        fig.savefig(path)
+    else:
+        fig.savefig(path, dpi=dpi)
+    plt.close(fig)
 
 
 # -- corpus and queries ---------------------------------------------------------

@@ -41,7 +41,6 @@ import multiprocessing as mp
 import os
 import queue
 import secrets
-import shlex
 import shutil
 import signal
 import socket
@@ -60,12 +59,19 @@ import numpy as np
 from benchmarks.common import (
     DEFAULT_DATA,
     REPO_ROOT,
+    RESULTS,
     Corpus,
+    command_line,
     machine_info,
+    parser,
     percentiles,
     progress,
+    pyplot,
+    save_figure,
     say,
     summarise_rounds,
+    write_json,
+    write_report,
 )
 
 PROJECT = "bench"  # the project of the loaded memories (benchmarks.latency.PROJECT)
@@ -877,12 +883,9 @@ def breakdown(s: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.5), dpi=120)
     colors = ("tab:blue", "tab:red", "tab:green", "tab:purple", "tab:orange")
     clients_all: list[int] = []
@@ -922,16 +925,14 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax2.legend(fontsize=8)
     m = results["machine"]
     fig.suptitle(f"agentmem over HTTP, real server ({m['cpu_count']} CPUs, {m['date'][:10]})")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 # -- main ---------------------------------------------------------------------------------
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.http_latency", description=__doc__.split("\n\n")[0])
+    p = parser("http_latency", __doc__)
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated (default %(default)s)")
     p.add_argument("--clients", default="1,4,16", help="concurrent client processes (default %(default)s)")
     p.add_argument("--repeats", type=int, default=2, help="rounds per client count (default %(default)s)")
@@ -947,7 +948,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="size 2000, 1 and 4 clients, 1 round of 4 s: a fast check")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go (default: temp)")
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results", help="results folder")
+    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.quick:
@@ -966,8 +967,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    given = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python -m benchmarks.http_latency", *([shlex.join(given)] if given else [])])
+    command = command_line("http_latency", argv)
     started = time.perf_counter()
     notes: list[str] = []
 
@@ -1068,12 +1068,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append(f"{errors} request(s) failed (non-2xx or exception): see rounds_detail in the JSON")
     results["targets"] = targets(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    md = render_markdown(results)
-    print(md)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "http_latency.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "http_latency.md").write_text(md + f"\nProduced by (from the repository root):\n\n    {command}\n")
-    plot(results, args.out / "http_latency.png")
+    write_json(args.out, "http_latency", results)
+    write_report(results, args.out, "http_latency", render_markdown, plot)
     say(f"wrote {args.out / 'http_latency.json'}, http_latency.md and http_latency.png in {results['total_seconds']} s")
     return 0
 

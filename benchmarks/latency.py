@@ -37,13 +37,11 @@ import cProfile
 import gc
 import heapq
 import io
-import json
 import math
 import os
 import pstats
 import random
 import re
-import shlex
 import shutil
 import sys
 import tempfile
@@ -63,13 +61,21 @@ from agentmem.text import sha256, tokens
 from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine, import_lines
 from benchmarks.common import (
     DEFAULT_DATA,
+    RESULTS,
     Corpus,
     cached_embeddings,
+    command_line,
     machine_info,
+    parser,
     percentiles,
     progress,
+    pyplot,
+    read_results,
+    save_figure,
     say,
     summarise_rounds,
+    write_json,
+    write_report,
 )
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
@@ -782,11 +788,7 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     series = (
         ("recall+embed", "agentmem recall (with embedding)", "tab:blue"),
         ("recall", "agentmem recall (embedding excluded)", "tab:cyan"),
@@ -820,16 +822,14 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_title(f"agentmem recall latency, k={K} ({m['cpu_count']} CPUs, {m['date'][:10]})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 # -- main -------------------------------------------------------------------------
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.latency", description=__doc__.split("\n\n")[0])
+    p = parser("latency", __doc__)
     p.add_argument("--sizes", default="1000,10000,100000", help="store sizes, comma separated (default %(default)s)")
     p.add_argument(
         "--repeats", type=int, default=3, help="timed rounds per size, each with new queries (default %(default)s)"
@@ -860,12 +860,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--work-dir", type=Path, default=None, help="where the temporary data directories go (default: system temp)"
     )
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path(__file__).resolve().parent / "results",
-        help="results folder (default benchmarks/results)",
-    )
+    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-remember", action="store_true")
     p.add_argument("--skip-rebuild", action="store_true")
@@ -889,12 +884,11 @@ def baseline_queries_for(args: argparse.Namespace, size: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    given = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python -m benchmarks.latency", *([shlex.join(given)] if given else [])])
+    command = command_line("latency", argv)
     started = time.perf_counter()
     notes: list[str] = []
     if args.render_only:
-        write_outputs(json.loads((args.out / "latency.json").read_text()), args.out)
+        write_outputs(read_results(args.out, "latency"), args.out)
         return 0
     machine = machine_info()  # early: the git state of the core as this process imported it
 
@@ -1016,8 +1010,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results["targets"] = targets(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "latency.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.out, "latency", results)
     write_outputs(results, args.out)
     say(f"wrote {args.out / 'latency.json'}, latency.md and latency.png in {results['total_seconds']} s")
     return 0
@@ -1025,11 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def write_outputs(results: dict[str, Any], out: Path) -> None:
     """The Markdown table on stdout and in latency.md, and the plot in latency.png."""
-    md = render_markdown(results)
-    print(md)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "latency.md").write_text(md + f"\nProduced by (from the repository root):\n\n    {results['command']}\n")
-    plot(results, out / "latency.png")
+    write_report(results, out, "latency", render_markdown, plot)
 
 
 def print_size(entry: dict[str, Any]) -> None:

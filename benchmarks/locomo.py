@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shlex
 import shutil
 import sys
 import tempfile
@@ -42,7 +41,21 @@ import numpy as np
 from agentmem import Memory, NewMemory
 from agentmem.config import Config
 from agentmem.ranking import Weights
-from benchmarks.common import DEFAULT_DATA, LOCOMO, machine_info, progress, say
+from benchmarks.common import (
+    DEFAULT_DATA,
+    LOCOMO,
+    RESULTS,
+    command_line,
+    machine_info,
+    parser,
+    progress,
+    pyplot,
+    read_results,
+    save_figure,
+    say,
+    write_json,
+    write_report,
+)
 from benchmarks.conversations import (
     CachedEmbedder,
     Clock,
@@ -59,7 +72,6 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 ADVERSARIAL = 5
 K = 10
 PROJECT = "locomo"
-RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT = "agentmem [event]"
 BASELINES = ("baseline: MiniLM cosine", "baseline: BM25", "baseline: BM25 + MiniLM, RRF")
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
@@ -171,7 +183,7 @@ def score_rows(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.locomo", description=__doc__.split("\n\n")[0])
+    p = parser("locomo", __doc__)
     p.add_argument("--data", type=Path, default=DEFAULT_DATA / LOCOMO, help="locomo10.json (default %(default)s)")
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
@@ -183,10 +195,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(json.loads((args.out / "locomo.json").read_text()), args.out)
+        write_outputs(read_results(args.out, "locomo"), args.out)
         return 0
-    given = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python -m benchmarks.locomo", *([shlex.join(given)] if given else [])])
+    command = command_line("locomo", argv)
     started = time.perf_counter()
     machine = machine_info()
     if not args.data.exists():
@@ -254,8 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "machine": machine,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "locomo.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.out, "locomo", results)
     write_outputs(results, args.out)
     say(f"done in {results['timing']['total_seconds']} s")
     return 0
@@ -313,11 +323,7 @@ def render_markdown(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = list(res["systems"])
     cats = list(next(iter(res["systems"].values()))["by_category"])
     groups = ["overall (categories 1-4)", *cats]
@@ -333,16 +339,12 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_ylim(0, 100)
     ax.set_title(f"LoCoMo evidence retrieval, {res['scored']} questions")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_outputs(res: dict[str, Any], out: Path) -> None:
-    md = render_markdown(res)
-    print(md)
-    (out / "locomo.md").write_text(md + f"\nProduced by (from the repository root):\n\n    {res['command']}\n")
-    plot(res, out / "locomo.png")
+    """The Markdown table on stdout and in locomo.md, and the plot in locomo.png."""
+    write_report(res, out, "locomo", render_markdown, plot)
 
 
 if __name__ == "__main__":

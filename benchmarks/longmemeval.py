@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import shlex
 import shutil
 import sys
 import tempfile
@@ -53,7 +52,21 @@ import numpy as np
 from agentmem import Memory, NewMemory
 from agentmem.config import Config
 from agentmem.ranking import Weights
-from benchmarks.common import DEFAULT_DATA, LONGMEMEVAL, machine_info, progress, say
+from benchmarks.common import (
+    DEFAULT_DATA,
+    LONGMEMEVAL,
+    RESULTS,
+    command_line,
+    machine_info,
+    parser,
+    progress,
+    pyplot,
+    read_results,
+    save_figure,
+    say,
+    write_json,
+    write_report,
+)
 from benchmarks.conversations import (
     ROLLUPS,
     CachedEmbedder,
@@ -75,7 +88,6 @@ RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
 DEFAULT_CUT, DEFAULT_ROLLUP, DEFAULT_KIND = "user-turns+session", "max", "event"
 BASELINE = "baseline"
 PROJECT = "lme"
-RESULTS = Path(__file__).resolve().parent / "results"
 PUBLISHED = {
     "baseline (published, full set)": {"r5": 97.6, "r10": 99.5, "ndcg10": 92.8},
     "agentmemory (published, full set)": {"r5": 95.2, "r10": 98.6, "ndcg10": 87.9},
@@ -268,7 +280,7 @@ def runs_for(args: argparse.Namespace) -> list[Run]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.longmemeval", description=__doc__.split("\n\n")[0])
+    p = parser("longmemeval", __doc__)
     p.add_argument(
         "--data", type=Path, default=DEFAULT_DATA / LONGMEMEVAL, help="the jsonl.gz file (default %(default)s)"
     )
@@ -292,10 +304,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(json.loads((args.out / "longmemeval.json").read_text()), args.out)
+        write_outputs(read_results(args.out, "longmemeval"), args.out)
         return 0
-    given = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python -m benchmarks.longmemeval", *([shlex.join(given)] if given else [])])
+    command = command_line("longmemeval", argv)
     started = time.perf_counter()
     machine = machine_info()
     items = load(args.data, args.limit)
@@ -363,8 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
         "machine": machine,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "longmemeval.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.out, "longmemeval", results)
     write_outputs(results, args.out)
     return 0
 
@@ -457,11 +467,7 @@ def type_table(res: dict[str, Any]) -> list[str]:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = [res["baseline"]] + [n for n in res["systems"] if n.endswith("/ max") or n == res["default"]]
     names = list(dict.fromkeys(names))
     metrics = [("r5", "R@5"), ("r10", "R@10"), ("ndcg10", "NDCG@10")]
@@ -477,16 +483,12 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("percent")
     ax.set_title(f"LongMemEval-S session retrieval, {res['scored']} questions")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 - 1.0 / (len(names) + 4)), ncol=3, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_outputs(res: dict[str, Any], out: Path) -> None:
-    md = render_markdown(res)
-    print(md)
-    (out / "longmemeval.md").write_text(md + f"\nProduced by (from the repository root):\n\n    {res['command']}\n")
-    plot(res, out / "longmemeval.png")
+    """The Markdown table on stdout and in longmemeval.md, and the plot in longmemeval.png."""
+    write_report(res, out, "longmemeval", render_markdown, plot)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,8 @@ the two new rules alone, and sweeps over the thresholds. Results: sick.json / .m
 
 from __future__ import annotations
 
-import argparse
 import csv
 import importlib.util
-import json
 import subprocess
 import sys
 import tempfile
@@ -38,7 +36,20 @@ import numpy as np
 
 from agentmem.records import MemoryVersion
 from agentmem.supersede import Thresholds, decide
-from benchmarks.common import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, cached_embeddings, machine_info, progress, say
+from benchmarks.common import (
+    CACHE_DIR,
+    DEFAULT_DATA,
+    REPO_ROOT,
+    RESULTS,
+    cached_embeddings,
+    machine_info,
+    parser,
+    progress,
+    pyplot,
+    save_figure,
+    say,
+    write_results,
+)
 
 FILE = "sick2014_train.tsv"
 LABELS = ("NEUTRAL", "ENTAILMENT", "CONTRADICTION")
@@ -136,11 +147,7 @@ def examples(pairs: list[dict[str, str]], cos: np.ndarray, thresholds: Threshold
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
     styles = {"NEUTRAL": "tab:red", "ENTAILMENT": "tab:green", "CONTRADICTION": "tab:blue"}
     ax = axes[0]
@@ -173,15 +180,13 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_title(f"previous rule (at {BASE_COMMIT})")
     ax.legend(fontsize=7)
     fig.suptitle(f"SICK train ({results['pairs']} pairs): how often the supersession rule fires, by judgment")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.sick", description=__doc__.split("\n\n")[0])
+    p = parser("sick", __doc__)
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     started = time.perf_counter()
     pairs = load_pairs(args.data)
@@ -265,9 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "\n".join(vs)
         + "\n"
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sick.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "sick.md").write_text(md)
+    write_results(args.out, "sick", results, md)
     plot(results, args.out / "sick.png")
     print("\n".join(table))
     return 0
