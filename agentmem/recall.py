@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -16,9 +15,7 @@ from agentmem.ranking import Weights, score
 from agentmem.records import Hit, MemoryVersion
 from agentmem.store import COLUMNS, Store, to_version
 from agentmem.supersede import STOPWORDS
-from agentmem.text import stem, tokens
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+from agentmem.text import folded_words, stem, tokens
 
 Ranked = list[tuple[int, float]]  # (id, raw score), best first
 
@@ -70,11 +67,9 @@ def query_prefixes(query: str) -> set[str]:
     """The query's words as the starts of words to look for: accent-folded, lower case, no
     stopwords, each cut to what it shares with its stem ("policies" -> "polic", "stored" -> "stor")."""
     out = set()
-    for raw in _WORD.findall(unicodedata.normalize("NFKD", query.casefold()).replace("'", "")):
-        word = "".join(c for c in raw if not unicodedata.combining(c))
-        if word and word not in STOPWORDS:
-            n = len(os.path.commonprefix([word, stem(word)]))
-            out.add(word[:n] if n >= 3 else word)
+    for word in set(folded_words(query)) - STOPWORDS:
+        n = len(os.path.commonprefix([word, stem(word)]))
+        out.add(word[:n] if n >= 3 else word)
     return out
 
 

@@ -26,15 +26,20 @@ def stem(token: str) -> str:
     return token
 
 
+def folded_words(text: str) -> list[str]:
+    """Lowercased, accent-folded, punctuation-free words, unstemmed."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("'", "").replace("\u2019", "")
+    return _TOKEN.findall(folded)
+
+
 def tokens(text: str) -> list[str]:
-    """Lowercased, accent-folded, punctuation-free, lightly stemmed tokens.
+    """`folded_words`, lightly stemmed.
 
     >>> tokens("We moved to Postgres; it's running!")
     ['we', 'moved', 'to', 'postgre', 'its', 'runn']
     """
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("'", "").replace("\u2019", "")
-    return [stem(t) for t in _TOKEN.findall(folded)]
+    return [stem(t) for t in folded_words(text)]
 
 
 def normalise(text: str) -> str:
