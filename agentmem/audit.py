@@ -69,10 +69,11 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
-def write(conn: duckdb.DuckDBPyConnection, entries: Sequence[AuditEntry]) -> None:
-    """Append entries inside the caller's transaction (one statement however many there are)."""
+def write(conn: duckdb.DuckDBPyConnection, entries: Sequence[AuditEntry]) -> list[int]:
+    """Append entries inside the caller's transaction (one statement however many there are);
+    returns their ids."""
     if not entries:
-        return
+        return []
     row = conn.execute(
         "UPDATE counters SET value = value + ? WHERE name = 'audit_seq' RETURNING value", [len(entries)]
     ).fetchone()
@@ -98,6 +99,7 @@ def write(conn: duckdb.DuckDBPyConnection, entries: Sequence[AuditEntry]) -> Non
         conn.execute(f"INSERT INTO audit ({cols}) SELECT {cols} FROM incoming_audit")
     finally:
         conn.unregister("incoming_audit")
+    return list(range(first, first + len(entries)))
 
 
 def query(

@@ -29,21 +29,19 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import msgspec
 import numpy as np
 
-from agentmem import audit, lifecycle
+from agentmem import writes
 from agentmem.audit import AuditEntry
+from agentmem.engine import Engine
 from agentmem.errors import NotFoundError, ProviderError, ValidationError
-from agentmem.records import MemoryVersion, NewMemory
+from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforced, reinforcement
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import normalise
-
-if TYPE_CHECKING:
-    from agentmem.memory import Memory
 
 PASSES = ("episodic", "semantic", "procedural")
 EPISODE_PREFIX = "session:"
@@ -87,7 +85,7 @@ class EpisodeResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def run(
-    mem: Memory, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
+    mem: Engine, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
 ) -> list[ConsolidationReport]:
     """Run the passes over each project (default: every project with current memories)."""
     for p in passes:
@@ -119,8 +117,7 @@ def run(
             affected=len(report.memory_ids),
             details={**counts, "memory_ids": report.memory_ids[:1000]},
         )
-        with mem._write, mem.store.transaction() as tx:
-            audit.write(tx, [entry])
+        mem.record([entry])
         reports.append(report)
     return reports
 
@@ -141,7 +138,7 @@ def _count(counts: PassCounts, outcome: str, ids: list[int], m: MemoryVersion | 
 # -- episodic --------------------------------------------------------------------------
 
 
-def _open_sessions(mem: Memory, project: str) -> list[str]:
+def _open_sessions(mem: Engine, project: str) -> list[str]:
     """Sessions with raw observations no current episode covers yet."""
     rows = (
         mem.store.cursor()
@@ -157,7 +154,7 @@ def _open_sessions(mem: Memory, project: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _current_episode(mem: Memory, project: str, session: str) -> MemoryVersion | None:
+def _current_episode(mem: Engine, project: str, session: str) -> MemoryVersion | None:
     found = mem.store.where(
         "project = ? AND source_ref = ? AND tier = 'episodic' AND source = 'consolidation' AND is_latest "
         "AND status = 'active'",
@@ -168,7 +165,7 @@ def _current_episode(mem: Memory, project: str, session: str) -> MemoryVersion |
     return found[0] if found else None
 
 
-def episode(mem: Memory, project: str, session: str, *, actor: str = "local") -> EpisodeResult:
+def episode(mem: Engine, project: str, session: str, *, actor: str = "local") -> EpisodeResult:
     """Turn one session's observations into its episodic memory (or a new version of it)."""
     observed = mem.store.where(
         f"project = ? AND session = ? AND {RAW} AND status <> 'deleted'", [project, session], order="valid_from, id"
@@ -184,9 +181,12 @@ def episode(mem: Memory, project: str, session: str, *, actor: str = "local") ->
     except ProviderError:
         return EpisodeResult(outcome="failed", memory=None)
     if existing is not None:
-        result = mem.revise(existing.id, text, reason="new observations", source_ids=ids, actor=actor)
+        result = writes.revise(
+            mem, existing.id, text, reason="new observations", actor=actor, changes={"source_ids": ids}
+        )
         return EpisodeResult(outcome="updated", memory=result.memory)
-    result = mem.remember(
+    result = _remember(
+        mem,
         NewMemory(
             content=text,
             project=project,
@@ -205,7 +205,7 @@ def episode(mem: Memory, project: str, session: str, *, actor: str = "local") ->
     return EpisodeResult(outcome="created", memory=result.memory)
 
 
-def _episode_text(mem: Memory, session: str, observed: list[MemoryVersion]) -> str:
+def _episode_text(mem: Engine, session: str, observed: list[MemoryVersion]) -> str:
     texts = [o.content for o in observed]
     if mem.provider is not None:
         return mem.provider.write("Summarise what happened in this work session, in order.", texts)
@@ -241,7 +241,7 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _central(mem: Memory, versions: list[MemoryVersion], n: int) -> list[MemoryVersion]:
+def _central(mem: Engine, versions: list[MemoryVersion], n: int) -> list[MemoryVersion]:
     """The `n` versions closest on average to all the others, in their original order."""
     if len(versions) <= n:
         return versions
@@ -251,11 +251,11 @@ def _central(mem: Memory, versions: list[MemoryVersion], n: int) -> list[MemoryV
     return [versions[i] for i in sorted(best)]
 
 
-def _matrix(mem: Memory, versions: Sequence[MemoryVersion]) -> np.ndarray:
-    found = mem.store.vectors([v.content_hash for v in versions], mem.embedder.name)
+def _matrix(mem: Engine, versions: Sequence[MemoryVersion]) -> np.ndarray:
+    found = mem.store.vectors([v.content_hash for v in versions], mem.model)
     missing = [v for v in versions if v.content_hash not in found]
     if missing:  # stored with every version; a gap means a model change not yet back-filled
-        vectors = mem.embedder.embed([v.content for v in missing])
+        vectors = mem.embed([v.content for v in missing])
         found.update({v.content_hash: vec for v, vec in zip(missing, vectors, strict=True)})
     return np.stack([found[v.content_hash] for v in versions]).astype(np.float32)
 
@@ -267,7 +267,7 @@ def _is_abstraction(m: MemoryVersion) -> bool:
     return m.tier == "semantic" and m.source == "consolidation"
 
 
-def _semantic(mem: Memory, project: str, report: ConsolidationReport, actor: str) -> None:
+def _semantic(mem: Engine, project: str, report: ConsolidationReport, actor: str) -> None:
     cfg = mem.config.consolidation
     pool = [
         m
@@ -301,7 +301,8 @@ def _semantic(mem: Memory, project: str, report: ConsolidationReport, actor: str
             except ProviderError:
                 report.semantic.failed += 1
                 continue
-            result = mem.remember(
+            result = _remember(
+                mem,
                 NewMemory(
                     content=text,
                     project=project,
@@ -353,7 +354,7 @@ def _clusters(pool: list[MemoryVersion], matrix: np.ndarray, similarity: float) 
     return [g for _, g in sorted(groups.items()) if len(g) > 1]
 
 
-def _semantic_text(mem: Memory, evidence: list[MemoryVersion], matrix: np.ndarray) -> str:
+def _semantic_text(mem: Engine, evidence: list[MemoryVersion], matrix: np.ndarray) -> str:
     """The provider's wording, or the medoid: the evidence closest on average to the rest (rows of `matrix`)."""
     if mem.provider is not None:
         ordered = sorted(evidence, key=lambda m: (m.valid_from, m.content))
@@ -369,45 +370,40 @@ def _kind_of(evidence: list[MemoryVersion]) -> str:
     return min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else "fact"
 
 
+def _remember(mem: Engine, new: NewMemory, actor: str) -> RememberResult:
+    return writes.remember(mem, writes.prepared(mem, new, {}), actor=actor)
+
+
 def _reinforce(
-    mem: Memory, target: MemoryVersion, evidence: list[MemoryVersion], actor: str, *, already: bool = False
+    mem: Engine, target: MemoryVersion, evidence: list[MemoryVersion], actor: str, *, already: bool = False
 ) -> MemoryVersion:
     """Reinforce an abstraction with new evidence and link it (`already`: remember() reinforced it)."""
-    with mem._write:
-        current = mem.get(target.id)
-        now = mem.clock()
-        with mem.store.transaction() as tx:
-            if not already:
-                mem.store.update(tx, current.id, **reinforcement(current, now))
-            have = {x.id for x in mem.store.derived_from(current.id)}
-            for m in evidence:
-                if m.id not in have:
-                    mem.store.add_link(tx, current.id, m.id, "derived_from", now)
-        refreshed = mem.get(current.id)
-        mem.live.put(refreshed)
-        return refreshed
+    with mem.write() as w:
+        current = w.get(target.id) or mem.get(target.id)
+        if not already:
+            current = w.update(current, **reinforcement(current, w.now))
+        have = {x.id for x in mem.store.derived_from(current.id)}
+        for m in evidence:
+            if m.id not in have:
+                w.link(current.id, m.id)
+    return current
 
 
-def _archive_children(mem: Memory, target: MemoryVersion, actor: str) -> int:
-    with mem._write:
-        children = [m for m in mem.store.derived_from(target.id) if m.id in mem.live and not m.pinned]
+def _archive_children(mem: Engine, target: MemoryVersion, actor: str) -> int:
+    with mem.write() as w:
+        children = [c for m in mem.store.derived_from(target.id) if (c := w.get(m.id)) is not None and not c.pinned]
         if not children:
             return 0
-        now = mem.clock()
         reason = f"consolidated into memory {target.id}"
-        lifecycle.retire(
-            mem,
-            [(m, "archived", "consolidated") for m in children],
-            [AuditEntry.of(m, "archive", actor, now, reason, into=target.id) for m in children],
-            now,
-        )
-        return len(children)
+        w.retire([(m, "archived", "consolidated") for m in children])
+        w.audit([AuditEntry.of(m, "archive", actor, w.now, reason, into=target.id) for m in children])
+    return len(children)
 
 
 # -- procedural ------------------------------------------------------------------------
 
 
-def _procedural(mem: Memory, project: str, report: ConsolidationReport, actor: str) -> None:
+def _procedural(mem: Engine, project: str, report: ConsolidationReport, actor: str) -> None:
     cfg = mem.config.consolidation
     rows = mem.store.where(
         f"project = ? AND session IS NOT NULL AND title IS NOT NULL AND {RAW} AND status <> 'deleted'",
@@ -452,7 +448,8 @@ def _procedural(mem: Memory, project: str, report: ConsolidationReport, actor: s
         confidence = None
         if existing is not None:
             confidence = reinforced(existing.confidence)
-        result = mem.remember(
+        result = _remember(
+            mem,
             NewMemory(
                 content=text,
                 project=project,
@@ -487,7 +484,7 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
     derived: list[MemoryVersion]
 
 
-def provenance(mem: Memory, memory_id: int) -> Provenance:
+def provenance(mem: Engine, memory_id: int) -> Provenance:
     m = mem.get(memory_id)
     evidence = mem.store.derived_from(m.id)
     derived = mem.store.built_on(m.id)

@@ -11,19 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
-from agentmem import audit, validate
+from agentmem import validate
 from agentmem.audit import AuditEntry
+from agentmem.engine import Engine
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
-from agentmem.supersede import slot_of
-
-if TYPE_CHECKING:
-    from agentmem.memory import Memory
+from agentmem.unit import Write
 
 MAX_LISTED = 1000  # ids or items a report lists in full; counts are always exact
 
@@ -65,7 +63,7 @@ Pick = tuple[int, float, MemoryVersion, float | None]  # (expired first, retenti
 
 
 def sweep(
-    mem: Memory,
+    engine: Engine,
     *,
     dry_run: bool = False,
     limit: int | None = None,
@@ -78,19 +76,18 @@ def sweep(
     Pinned memories are skipped. At most `limit` are archived, lowest retention first (expired
     ones before all others); the rest wait for the next run.
     """
-    cfg = mem.config
+    cfg = engine.config
     limit = cfg.sweep_max if limit is None else limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000_000:
         raise ValidationError("limit: expected a whole number from 1 to 10000000")
     threshold = cfg.retention.archive_below if threshold is None else validate.unit(threshold, "threshold")
     scope = set(projects) if projects is not None else None
     started = time.perf_counter()
-    with mem._write:
-        mem._flush_access()  # fresh access counts count towards retention
-        now = mem.clock()
+    with engine.write() as w:  # pending access counts were committed first: they count towards retention
+        now = w.now
         examined = 0
         picks: list[Pick] = []
-        for m in mem.live.values():
+        for m in engine.live.values():
             if scope is not None and m.project not in scope:
                 continue
             examined += 1
@@ -110,7 +107,7 @@ def sweep(
             for _, _, m, score in chosen[:MAX_LISTED]
         ]  # fmt: skip
         if not dry_run and chosen:
-            _archive(mem, chosen, threshold, now, actor)
+            _archive(w, chosen, threshold, actor)
     return SweepReport(
         dry_run=dry_run,
         threshold=threshold,
@@ -124,116 +121,67 @@ def sweep(
     )
 
 
-def _archive(mem: Memory, chosen: list[Pick], threshold: float, now: datetime, actor: str) -> None:
-    retire(
-        mem,
-        [(m, "expired", "ttl") if score is None else (m, "archived", "retention") for _, _, m, score in chosen],
+def _archive(w: Write, chosen: list[Pick], threshold: float, actor: str) -> None:
+    w.retire([(m, "expired", "ttl") if score is None else (m, "archived", "retention") for _, _, m, score in chosen])
+    w.audit(
         [
-            AuditEntry.of(m, "expire", actor, now, f"expired at {m.expires_at}")
+            AuditEntry.of(m, "expire", actor, w.now, f"expired at {m.expires_at}")
             if score is None
-            else AuditEntry.of(m, "archive", actor, now, f"retention {score:.4f} below {threshold}")
+            else AuditEntry.of(m, "archive", actor, w.now, f"retention {score:.4f} below {threshold}")
             for _, _, m, score in chosen
-        ],
-        now,
+        ]
     )
 
 
-def retire(
-    mem: Memory, victims: Sequence[tuple[MemoryVersion, str, str]], entries: Sequence[AuditEntry], now: datetime
-) -> None:
-    """Move current versions to (status, status_reason), e.g. ("archived", "retention"), in one
-    transaction with their audit entries; both indexes drop them. The caller holds the write lock."""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for m, status, reason in victims:
-        groups.setdefault((status, reason), []).append(m.id)
-    with mem.store.transaction() as tx:
-        for (status, reason), ids in groups.items():
-            mem.store.update_many(tx, ids, status=status, archived_at=now, status_reason=reason)
-        mem.store.enqueue(tx, [("delete", m.id) for m, _, _ in victims], now)
-        audit.write(tx, list(entries))
-    for m, _, _ in victims:
-        mem.live.drop(m.id)
-    mem._sync()
-
-
-def restore(mem: Memory, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
+def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
     """Bring an archived or expired memory back into recall (and both indexes).
 
     Restoring counts as a reinforcement: its decay clock restarts, so the next sweep does not
     archive it again at once. An expired memory comes back without a TTL unless `ttl_days` is given.
+    A memory whose key or slot a newer current memory holds is refused (ConflictError).
     """
-    with mem._write:
-        m = mem.get(memory_id)
-        if m.status not in ("archived", "expired"):
-            raise ConflictError(f"memory {m.id} is {m.status}, not archived or expired: nothing to restore")
-        now = mem.clock()
-        expires_at = m.expires_at
+    if ttl_days is not None and (
+        isinstance(ttl_days, bool) or not isinstance(ttl_days, int | float) or not 0 < ttl_days <= 36_500
+    ):
+        raise ValidationError(f"ttl_days: expected more than 0 and at most 36500, got {ttl_days!r}")
+    m = engine.get(memory_id)
+    vector, stored = engine.vector_for(m.content, m.content_hash)
+
+    with engine.write() as w:
+        v = engine.get(memory_id)
+        if v.status not in ("archived", "expired"):
+            raise ConflictError(f"memory {v.id} is {v.status}, not archived or expired: nothing to restore")
+        expires_at = v.expires_at
         if ttl_days is not None:
-            if isinstance(ttl_days, bool) or not isinstance(ttl_days, int | float) or not 0 < ttl_days <= 36_500:
-                raise ValidationError(f"ttl_days: expected more than 0 and at most 36500, got {ttl_days!r}")
-            expires_at = now + timedelta(days=ttl_days)
-        elif expires_at is not None and expires_at <= now:
+            expires_at = w.now + timedelta(days=ttl_days)
+        elif expires_at is not None and expires_at <= w.now:
             expires_at = None
-        _check_slot_free(mem, m)
-        vector_missing = not mem.store.has_embedding(m.content_hash, mem.embedder.name)
-        vector = mem._vector_for(m.content, m.content_hash) if vector_missing else None
-        with mem.store.transaction() as tx:
-            if vector is not None:
-                mem.store.put_embedding(tx, m.content_hash, mem.embedder.name, vector)
-            mem.store.update(
-                tx,
-                m.id,
-                status="active",
-                archived_at=None,
-                status_reason=None,
-                expires_at=expires_at,
-                last_reinforced_at=now,
-            )
-            mem.store.enqueue(tx, [("upsert", m.id)], now)
-            audit.write(tx, [AuditEntry.of(m, "restore", actor, now, f"was {m.status}")])
-        restored = mem.get(m.id)
-        mem.live.put(restored)
-        mem._sync()
-        return restored
+        w.embedding(v.content_hash, vector, stored=stored)
+        restored = w.update(
+            v, reindex=True, status="active", archived_at=None, status_reason=None, expires_at=expires_at,
+            last_reinforced_at=w.now,
+        )  # fmt: skip
+        w.audit([AuditEntry.of(v, "restore", actor, w.now, f"was {v.status}")])
+    return restored
 
 
-def _check_slot_free(mem: Memory, m: MemoryVersion) -> None:
-    """A restored memory may not sit beside a newer current memory that holds its key or slot."""
-    held = []
-    if m.key is not None:
-        held.append(("key", m.key, mem.live.by_key(m.project, m.key)))
-    if m.triple is not None:
-        slot = slot_of(m.triple.subject, m.triple.predicate)
-        held.append(("triple slot", m.triple.subject, mem.live.by_slot(m.project, slot)))
-    for what, value, other in held:
-        if other is not None and other.id != m.id:
-            raise ConflictError(
-                f"memory {other.id} now holds the {what} {value!r} in project {m.project!r}: "
-                f"revise or delete it before restoring memory {m.id}"
-            )
-
-
-def pin(mem: Memory, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
+def pin(engine: Engine, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
     """Pin (or unpin) the latest version of a memory: the sweep never archives a pinned memory."""
     if not isinstance(pinned, bool):
         raise ValidationError("pinned: expected true or false")
-    with mem._write:
-        m = mem.get(memory_id)
+    with engine.write() as w:
+        m = w.get(memory_id) or engine.get(memory_id)
         if not m.is_latest or m.status == "deleted":
             raise ConflictError(f"memory {m.id} is {'deleted' if m.status == 'deleted' else 'not the latest version'}")
         if m.pinned == pinned:
             return m
-        now = mem.clock()
-        with mem.store.transaction() as tx:
-            mem.store.update(tx, m.id, pinned=pinned)
-            audit.write(tx, [AuditEntry.of(m, "pin" if pinned else "unpin", actor, now)])
-        changed = mem.get(m.id)
-        mem.live.put(changed)
-        return changed
+        changed = w.update(m, pinned=pinned)
+        w.audit([AuditEntry.of(m, "pin" if pinned else "unpin", actor, w.now)])
+    return changed
 
 
 def delete(
-    mem: Memory,
+    engine: Engine,
     *,
     reason: str,
     ids: Sequence[int] = (),
@@ -253,10 +201,10 @@ def delete(
     version leaves a tombstone (id, lineage, project, kind, times, the reason) and the delete
     leaves one audit record. `scope` limits which projects may be touched (None: all).
     """
-    reason = validate.content(reason if isinstance(reason, str) else "", mem.config, "reason")
+    reason = validate.content(reason if isinstance(reason, str) else "", engine.config, "reason")
     targets = [validate.memory_id(i, "ids") for i in ids] + [validate.memory_id(i, "lineages") for i in lineages]
-    project = validate.name(project, "project", mem.config)
-    kinds = [validate.choice(k, mem.config.kinds, "kind") for k in kinds]
+    project = validate.name(project, "project", engine.config)
+    kinds = [validate.choice(k, engine.config.kinds, "kind") for k in kinds]
     start, end = validate.utc(created_from, "created_from"), validate.utc(created_to, "created_to")
     filtered = project is not None or bool(kinds) or start is not None or end is not None
     if targets and filtered:
@@ -267,34 +215,8 @@ def delete(
         raise ValidationError("created_from must be before created_to")
     if project is not None and scope is not None and project not in scope:
         raise NotFoundError(f"no project {project!r} among those this caller may change")
-    with mem._write:
-        if targets:
-            found = mem.store.get_many(targets)
-            for i in targets:
-                if i not in found or (scope is not None and found[i].project not in scope):
-                    raise NotFoundError(f"no memory with id {i}")
-            chosen = {found[i].id: found[i] for i in ids}
-            whole = sorted({found[i].lineage_id for i in lineages})
-            if whole:
-                marks = ", ".join("?" * len(whole))
-                chosen.update((v.id, v) for v in mem.store.where(f"lineage_id IN ({marks})", whole))
-            victims = [v for v in chosen.values() if v.status != "deleted"]
-        else:
-            conds, params = ["status <> 'deleted'"], []
-            for cond, value in (("project = ?", project), ("created_at >= ?", start), ("created_at < ?", end)):
-                if value is not None:
-                    conds.append(cond)
-                    params.append(value)
-            if kinds:
-                conds.append(f"kind IN ({', '.join('?' * len(kinds))})")
-                params.extend(kinds)
-            if scope is not None:
-                if not scope:
-                    return DeleteReport(dry_run=dry_run, versions=0, lineages=0, ids=[], ids_truncated=False)
-                conds.append(f"project IN ({', '.join('?' * len(scope))})")
-                params.extend(scope)
-            victims = mem.store.where(" AND ".join(conds), params)
-        victims.sort(key=lambda v: v.id)
+    with engine.write() as w:  # the store holds every acknowledged write, and nothing half-done
+        victims = _victims(engine, targets, ids, lineages, project, kinds, start, end, scope)
         victim_ids = [v.id for v in victims]
         report = DeleteReport(
             dry_run=dry_run,
@@ -315,69 +237,65 @@ def delete(
             }
         projects = {v.project for v in victims}
         lineage_ids = {v.lineage_id for v in victims}
-        entry = AuditEntry(
-            created_at=mem.clock(),
-            action="delete",
-            actor=actor,
-            project=next(iter(projects)) if len(projects) == 1 else None,
-            memory_id=victim_ids[0] if len(victims) == 1 else None,
-            lineage_id=next(iter(lineage_ids)) if len(lineage_ids) == 1 else None,
-            affected=len(victims),
-            reason=reason,
-            details=details,
+        w.audit(
+            [
+                AuditEntry(
+                    created_at=w.now,
+                    action="delete",
+                    actor=actor,
+                    project=next(iter(projects)) if len(projects) == 1 else None,
+                    memory_id=victim_ids[0] if len(victims) == 1 else None,
+                    lineage_id=next(iter(lineage_ids)) if len(lineage_ids) == 1 else None,
+                    affected=len(victims),
+                    reason=reason,
+                    details=details,
+                )
+            ]
         )
-        audit_id = _erase(mem, victims, entry)
-        return msgspec.structs.replace(report, audit_id=audit_id)
-
-
-def _erase(mem: Memory, victims: list[MemoryVersion], entry: AuditEntry) -> int:
-    now = entry.created_at
-    ids = [v.id for v in victims]
-    hashes = sorted({v.content_hash for v in victims})
-    with mem.store.transaction() as tx:
-        mem.store.update_many(
-            tx,
-            ids,
-            status="deleted",
-            content="",
-            title=None,
-            subject=None,
-            predicate=None,
-            object=None,
-            key=None,
-            slot=None,
-            source_ref=None,
-            content_hash="",
-            norm_hash="",
-            archived_at=None,
-            deleted_at=now,
-            status_reason=entry.reason,
-        )
-        # A vector is content too: drop it unless a surviving version has the very same text.
-        tx.execute(
-            "DELETE FROM embeddings WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) AND content_hash NOT IN "
-            "(SELECT content_hash FROM memories WHERE status <> 'deleted')",
-            [hashes],
-        )
-        mem.store.enqueue(tx, [("purge", i) for i in ids], now)
         # a surviving current version indexes words of the versions it replaced: index it again
-        survivors = tx.execute(
-            "SELECT id FROM memories WHERE is_latest AND status = 'active' AND lineage_id IN "
-            "(SELECT unnest(?::BIGINT[]))",
-            [sorted({v.lineage_id for v in victims})],
-        ).fetchall()
-        mem.store.enqueue(tx, [("upsert", r[0]) for r in survivors], now)
-        audit.write(tx, [entry])
-        row = tx.execute("SELECT value FROM counters WHERE name = 'audit_seq'").fetchone()
-    for i in ids:
-        mem.live.drop(i)
-    mem._sync()
-    if mem.config.purge_index_files:
-        # Deleted documents stay in Tantivy's segment files until a merge; a rebuild from DuckDB
-        # writes only what is current, so the text leaves the disk too. hnswlib vectors were
-        # overwritten by the purge; saving now replaces the file that still held them.
-        mem.indexes.rebuild(["bm25"])
-        mem.indexes.vectors.flush(force=True)
-    mem.store.checkpoint()
-    assert row is not None
-    return int(row[0])
+        gone = set(victim_ids)
+        survivors = [i for i in engine.store.current_of_lineages(sorted(lineage_ids)) if i not in gone]
+        w.erase(victims, reason, survivors)
+    if engine.config.purge_index_files:
+        engine.purge()  # beside the writer, not under it: other writes go on
+    return msgspec.structs.replace(report, audit_id=w.audit_ids[0])
+
+
+def _victims(
+    engine: Engine,
+    targets: list[int],
+    ids: Sequence[int],
+    lineages: Sequence[int],
+    project: str | None,
+    kinds: list[str],
+    start: datetime | None,
+    end: datetime | None,
+    scope: Sequence[str] | None,
+) -> list[MemoryVersion]:
+    """The versions a delete names, oldest id first (already deleted ones left out)."""
+    store = engine.store
+    if targets:
+        found = store.get_many(targets)
+        for i in targets:
+            if i not in found or (scope is not None and found[i].project not in scope):
+                raise NotFoundError(f"no memory with id {i}")
+        chosen = {found[i].id: found[i] for i in ids}
+        whole = sorted({found[i].lineage_id for i in lineages})
+        if whole:
+            chosen.update((v.id, v) for v in store.where("lineage_id IN (SELECT unnest(?::BIGINT[]))", [whole]))
+        victims = [v for v in chosen.values() if v.status != "deleted"]
+    else:
+        if scope is not None and not scope:
+            return []
+        conds: list[str] = ["status <> 'deleted'"]
+        params: list[Any] = []
+        for cond, value in (("project = ?", project), ("created_at >= ?", start), ("created_at < ?", end)):
+            if value is not None:
+                conds.append(cond)
+                params.append(value)
+        for column, values in (("kind", kinds), ("project", scope)):
+            if values:
+                conds.append(f"{column} IN (SELECT unnest(?::VARCHAR[]))")
+                params.append(list(values))
+        victims = store.where(" AND ".join(conds), params)
+    return sorted(victims, key=lambda v: v.id)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agentmem.records import MemoryVersion
-from agentmem.supersede import NEVER_SUPERSEDED, slot_of
-from agentmem.text import identity
+from agentmem.supersede import NEVER_SUPERSEDED
+from agentmem.text import identity, slot_of
 
 Lookup = tuple[str, str]  # (project, value)
 
@@ -62,6 +62,15 @@ class LiveSet:
             self._unlink(old)
         for table, lookup in self._lookups(v):
             table.setdefault(lookup, set()).add(v.id)
+
+    def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None:
+        """After a commit: put what a unit changed (in place: a concurrent recall never finds it
+        missing), drop what it removed."""
+        for v in added.values():
+            self.put(v)
+        for memory_id in gone:
+            if memory_id not in added:
+                self.drop(memory_id)
 
     def drop(self, memory_id: int) -> None:
         v = self._by_id.pop(memory_id, None)

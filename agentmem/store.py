@@ -21,9 +21,8 @@ import pyarrow as pa
 from agentmem.errors import NotFoundError, StoreError, StoreLockedError
 from agentmem.migrations import migrate
 from agentmem.records import Link, MemoryVersion, Triple
-from agentmem.supersede import carried, slot_of
-from agentmem.text import identity, sha256
-from indexes.docs import Doc, OutboxEntry
+from agentmem.text import identity, sha256, slot_of
+from indexes.docs import OutboxOp
 
 # Column order of every SELECT that builds a MemoryVersion.
 COLUMNS = (
@@ -36,17 +35,6 @@ COLUMNS = (
 )  # fmt: skip
 SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM memories"
 INDEXABLE = "is_latest AND status = 'active'"
-
-
-_DOC_COLUMNS = ("id", "title", "content", "project", "agent", "kind", "tier")
-
-
-def doc_text(title: str | None, content: str, history: Sequence[str] | None) -> str:
-    """What BM25 indexes for a current version: its title and content, then the words of the
-    versions it superseded that still describe it (`supersede.carried`: dead values left out)."""
-    text = f"{title}\n{content}" if title else content
-    context = " ".join(dict.fromkeys(w for old in history or () for w in carried(old, content).split()))
-    return f"{text}\n{context}" if context else text
 
 
 def to_version(row: Sequence[Any]) -> MemoryVersion:
@@ -70,6 +58,19 @@ def version_row(v: MemoryVersion, norm_hash: str, slot: str | None) -> list[Any]
 
 def _slot(v: MemoryVersion) -> str | None:
     return slot_of(v.triple.subject, v.triple.predicate) if v.triple else None
+
+
+# Arrow types of the columns an update may set where Python values alone do not say (None, tz).
+_TS = pa.timestamp("us", tz="UTC")
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    **{n: _TS for n in ("valid_to", "expires_at", "last_reinforced_at", "last_accessed_at", "superseded_at",
+                        "archived_at", "deleted_at", "created_at", "valid_from")},
+    **{n: pa.string() for n in ("status", "supersede_reason", "status_reason", "content", "title", "key")},
+    **{n: pa.int64() for n in ("superseded_by", "reinforcements", "accesses")},
+    **{n: pa.float64() for n in ("supersede_similarity", "confidence", "salience")},
+    "is_latest": pa.bool_(),
+    "pinned": pa.bool_(),
+}  # fmt: skip
 
 
 def _placeholders(n: int) -> str:
@@ -133,20 +134,32 @@ class Store:
         self._next_id += 1
         return nid
 
+    def reserve_ids_through(self, max_id: int) -> None:
+        """New ids start after `max_id` (after an import that brought its own ids)."""
+        self._next_id = max(self._next_id, max_id + 1)
+
     def close(self) -> None:
         self._conn.close()
 
     def checkpoint(self) -> bool:
         """Fold the write-ahead log into the database file (e.g. so erased content leaves the WAL).
 
-        Best effort: while another connection holds a transaction open DuckDB refuses, and the
-        WAL is folded in later by DuckDB's own automatic checkpoint (or on close).
+        Best effort, on a cursor of its own so the writer is not held up: while another
+        transaction is open DuckDB refuses, and the WAL is folded in later by DuckDB's own
+        automatic checkpoint (or on close).
         """
+        cur = self.new_cursor()
         try:
-            self._conn.execute("CHECKPOINT")
+            cur.execute("CHECKPOINT")
         except duckdb.TransactionException:
             return False
+        finally:
+            cur.close()
         return True
+
+    def prune_outbox(self, upto: int) -> None:
+        """Forget outbox entries every index has applied and saved."""
+        self._conn.execute("DELETE FROM outbox WHERE seq <= ?", [upto])
 
     # -- writes (inside transaction()) -------------------------------------
 
@@ -209,14 +222,49 @@ class Store:
             conn.unregister("incoming_versions")
 
     @staticmethod
-    def add_link(conn: duckdb.DuckDBPyConnection, src: int, dst: int, kind: str, at: datetime) -> None:
-        conn.execute("INSERT INTO links VALUES (?, ?, ?, ?)", [src, dst, kind, at])
+    def add_links(conn: duckdb.DuckDBPyConnection, links: Sequence[Link]) -> None:
+        """Many links in one statement."""
+        if not links:
+            return
+        conn.execute(
+            "INSERT INTO links SELECT unnest(?::BIGINT[]), unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
+            "unnest(?::TIMESTAMPTZ[])",
+            [
+                [x.src_id for x in links],
+                [x.dst_id for x in links],
+                [x.kind for x in links],
+                [x.created_at for x in links],
+            ],
+        )
 
     @staticmethod
-    def enqueue(conn: duckdb.DuckDBPyConnection, ops: Sequence[tuple[str, int]], at: datetime) -> None:
-        """Append index outbox entries in the caller's transaction (one statement however many)."""
+    def apply_updates(conn: duckdb.DuckDBPyConnection, updates: dict[int, dict[str, Any]]) -> None:
+        """Set fields on many versions: one statement per distinct set of fields (each version's
+        fields are its own values)."""
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for memory_id, fields in updates.items():
+            groups.setdefault(tuple(sorted(fields)), []).append(memory_id)
+        for names, ids in groups.items():
+            if len(ids) == 1:
+                Store.update(conn, ids[0], **updates[ids[0]])
+                continue
+            columns: dict[str, pa.Array] = {"id": pa.array(ids, type=pa.int64())}
+            for n in names:
+                values = [updates[i][n] for i in ids]
+                columns[n] = pa.array(values, type=_ARROW_TYPES.get(n))
+            conn.register("incoming_updates", pa.table(columns))
+            try:
+                sets = ", ".join(f"{n} = v.{n}" for n in names)
+                conn.execute(f"UPDATE memories SET {sets} FROM incoming_updates v WHERE memories.id = v.id")
+            finally:
+                conn.unregister("incoming_updates")
+
+    @staticmethod
+    def enqueue(conn: duckdb.DuckDBPyConnection, ops: Sequence[tuple[OutboxOp, int]], at: datetime) -> int:
+        """Append index outbox entries in the caller's transaction (one statement however many);
+        returns the seq of the first (the others follow it without gaps)."""
         if not ops:
-            return
+            return 0
         row = conn.execute(
             "UPDATE counters SET value = value + ? WHERE name = 'outbox_seq' RETURNING value", [len(ops)]
         ).fetchone()
@@ -226,6 +274,7 @@ class Store:
             "INSERT INTO outbox SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), ?",
             [list(range(first, first + len(ops))), [op for op, _ in ops], [i for _, i in ops], at],
         )
+        return first
 
     @staticmethod
     def update_many(conn: duckdb.DuckDBPyConnection, ids: Sequence[int], **fields: Any) -> None:
@@ -235,6 +284,28 @@ class Store:
         sets = ", ".join(f"{name} = ?" for name in fields)
         conn.execute(
             f"UPDATE memories SET {sets} WHERE id IN (SELECT unnest(?::BIGINT[]))", [*fields.values(), list(ids)]
+        )
+
+    @staticmethod
+    def erase(
+        conn: duckdb.DuckDBPyConnection, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]
+    ) -> None:
+        """Blank erased versions, and drop their vectors unless a surviving version has the very
+        same text (a vector is content too)."""
+        Store.update_many(conn, ids, **fields)
+        conn.execute(
+            "DELETE FROM embeddings WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) AND content_hash NOT IN "
+            "(SELECT content_hash FROM memories WHERE status <> 'deleted')",
+            [list(hashes)],
+        )
+
+    @staticmethod
+    def add_accesses(conn: duckdb.DuckDBPyConnection, counts: dict[int, int], at: datetime) -> None:
+        """Count recalls: `counts` maps ids to how often each was returned since the last time."""
+        conn.execute(
+            "UPDATE memories SET accesses = accesses + v.n, last_accessed_at = ? "
+            "FROM (SELECT unnest(?::BIGINT[]) AS id, unnest(?::INTEGER[]) AS n) v WHERE memories.id = v.id",
+            [at, list(counts), list(counts.values())],
         )
 
     # -- reads -------------------------------------------------------------
@@ -261,6 +332,15 @@ class Store:
         )
         return row is not None
 
+    def vector(self, content_hash: str, model: str) -> np.ndarray | None:
+        """One stored embedding, or None."""
+        row = (
+            self.cursor()
+            .execute("SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
+            .fetchone()
+        )
+        return None if row is None else np.asarray(row[0], dtype=np.float32)
+
     def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
         """Stored embeddings by content hash (hashes with none for `model` are left out)."""
         if not hashes:
@@ -279,6 +359,16 @@ class Store:
         flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         matrix = flat.reshape(table.num_rows, -1).astype(np.float32, copy=False)
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
+
+    def current_of_lineages(self, lineages: Sequence[int]) -> list[int]:
+        """Ids of the current (latest, active) versions of these lineages."""
+        rows = (
+            self.cursor()
+            .execute(f"SELECT id FROM memories WHERE {INDEXABLE} AND lineage_id IN (SELECT unnest(?::BIGINT[]))",
+                     [list(lineages)])
+            .fetchall()
+        )  # fmt: skip
+        return [r[0] for r in rows]
 
     def derived_from(self, memory_id: int) -> list[MemoryVersion]:
         """The versions `memory_id` was derived from (its evidence), oldest first."""
@@ -343,92 +433,3 @@ def compact(path: Path) -> tuple[int, int]:
     store.close()
     os.replace(fresh, path)
     return before, path.stat().st_size
-
-
-class StoreSource:
-    """The store seen from the indexes: latest active versions as documents, and the outbox."""
-
-    def __init__(self, store: Store, model: str) -> None:
-        self.store = store
-        self.model = model
-
-    # `history`: the contents of the versions this one superseded (erased ones are gone)
-    _DOC_SQL = (
-        "SELECT m.id, m.title, m.content, m.project, m.agent, m.kind, m.tier, e.vector, "
-        "(SELECT list(o.content ORDER BY o.version) FROM memories o "
-        "WHERE o.lineage_id = m.lineage_id AND o.status = 'superseded') AS history "
-        "FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? "
-        "WHERE m.is_latest AND m.status = 'active'"
-    )
-
-    @staticmethod
-    def _docs(rows: Sequence[Sequence[Any]]) -> list[Doc]:
-        return [
-            Doc(
-                id=r[0],
-                text=doc_text(r[1], r[2], r[8]),
-                vector=np.asarray(r[7], dtype=np.float32),
-                project=r[3],
-                agent=r[4] or "",
-                kind=r[5],
-                tier=r[6],
-            )
-            for r in rows
-        ]
-
-    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
-        rows = (
-            self.store.cursor()
-            .execute("SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit])
-            .fetchall()
-        )
-        return [OutboxEntry(*r) for r in rows]
-
-    def docs(self, ids: Sequence[int]) -> list[Doc]:
-        if not ids:
-            return []
-        sql = f"{self._DOC_SQL} AND m.id IN ({_placeholders(len(ids))})"
-        return self._docs(self.store.cursor().execute(sql, [self.model, *ids]).fetchall())
-
-    def iter_docs(self, batch: int) -> Iterator[list[Doc]]:
-        cur = self.store.new_cursor()  # its own cursor: a rebuild may run beside other reads
-        try:
-            reader = cur.sql(f"{self._DOC_SQL} ORDER BY m.id", params=[self.model]).to_arrow_reader(batch)
-            for chunk in reader:
-                if not chunk.num_rows:
-                    continue
-                cols = chunk.to_pydict()
-                vectors = chunk.column("vector").flatten().to_numpy(zero_copy_only=False)
-                vectors = vectors.reshape(chunk.num_rows, -1).astype(np.float32, copy=False)
-                yield [
-                    Doc(
-                        id=i,
-                        text=doc_text(title, content, history),
-                        vector=vectors[n],
-                        project=project,
-                        agent=agent or "",
-                        kind=kind,
-                        tier=tier,
-                    )
-                    for n, (i, title, content, project, agent, kind, tier, history) in enumerate(
-                        zip(
-                            *(cols[c] for c in (*_DOC_COLUMNS, "history")),
-                            strict=True,
-                        )
-                    )
-                ]
-        finally:
-            cur.close()
-
-    def indexable_count(self) -> int:
-        return int(self.store.scalar(f"SELECT count(*) FROM memories WHERE {INDEXABLE}"))
-
-    def indexable_ids(self) -> set[int]:
-        rows = self.store.cursor().execute(f"SELECT id FROM memories WHERE {INDEXABLE}").fetchall()
-        return {r[0] for r in rows}
-
-    def last_seq(self) -> int:
-        return int(self.store.scalar("SELECT value FROM counters WHERE name = 'outbox_seq'"))
-
-    def prune_outbox(self, upto: int) -> None:
-        self.store._conn.execute("DELETE FROM outbox WHERE seq <= ?", [upto])

@@ -29,11 +29,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import msgspec
 
 from agentmem.records import MemoryVersion, NearDuplicate, Outcome
-from agentmem.text import identity, jaccard, normalise, stem, tokens
+from agentmem.text import identity, jaccard, slot_of, stem, token_set
 
 NEVER_SUPERSEDED = frozenset({"event", "observation"})
 
@@ -113,11 +114,6 @@ class Decision(msgspec.Struct, frozen=True):
     near: list[NearDuplicate] = []
 
 
-def slot_of(subject: str, predicate: str) -> str:
-    """The triple slot: a new object for the same subject and predicate replaces the old one."""
-    return f"{normalise(subject)}|{normalise(predicate)}"
-
-
 class Words(msgspec.Struct, frozen=True):
     """A text's content words in order (stopwords dropped), and what the rules read off them."""
 
@@ -156,6 +152,7 @@ LIGHT_VERBS = frozenset(
 BOUNDS = {_canon(w): "limit" for w in "limit limited cap capped maximum max most ceiling quota allow".split()}
 
 
+@lru_cache(maxsize=65_536)  # a pure function of the text; Words is frozen
 def words(text: str) -> Words:
     """The content words of `text`; a capitalised word at a sentence start is a plain word
     unless it has digits or inner capitals ("MySQL", "GitHub"), and maybe a name."""
@@ -347,7 +344,7 @@ def decide(
     `cosines` maps candidate ids to the cosine similarity of their embedding with the new
     memory's; when it is given, a candidate missing from it counts as dissimilar (cosine 0).
     """
-    new_tokens = set(tokens(content))
+    new_tokens = token_set(content)
 
     def other_slot(c: MemoryVersion) -> bool:
         """Two memories filed under different keys (or triple slots) are different facts."""
@@ -356,7 +353,7 @@ def decide(
 
     candidates = [c for c in candidates if not other_slot(c)]
     scored = sorted(
-        ((jaccard(new_tokens, set(tokens(c.content))), c) for c in candidates),
+        ((jaccard(new_tokens, token_set(c.content)), c) for c in candidates),
         key=lambda sc: (-sc[0], -sc[1].id),
     )
 
@@ -381,7 +378,7 @@ def decide(
         )
         if same:
             return Decision("reinforced", target=target, reason=reason, similarity=1.0)
-        sim = round(jaccard(new_tokens, set(tokens(target.content))), 4)
+        sim = round(jaccard(new_tokens, token_set(target.content)), 4)
         return Decision("superseded", target=target, reason=reason, similarity=sim, near=hints(target.id))
     if exact is not None and exact.kind not in NEVER_SUPERSEDED and not other_slot(exact):
         return Decision("reinforced", target=exact, reason="same content", similarity=1.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -42,6 +43,13 @@ def tokens(text: str) -> list[str]:
     return [stem(t) for t in folded_words(text)]
 
 
+@lru_cache(maxsize=65_536)
+def token_set(text: str) -> frozenset[str]:
+    """The set of `tokens(text)`, cached: supersession compares each new text with the same
+    current memories again and again."""
+    return frozenset(tokens(text))
+
+
 def normalise(text: str) -> str:
     """The tokens joined by single spaces: two texts that normalise equal say the same thing."""
     return " ".join(tokens(text))
@@ -53,7 +61,12 @@ def identity(text: str) -> str:
     return normalise(text) or " ".join(text.split())
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
+def slot_of(subject: str, predicate: str) -> str:
+    """The triple slot: a new object for the same subject and predicate replaces the old one."""
+    return f"{normalise(subject)}|{normalise(predicate)}"
+
+
+def jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
     """|a & b| / |a | b|, and 0.0 for two empty sets."""
     if not a and not b:
         return 0.0

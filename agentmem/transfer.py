@@ -5,19 +5,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import IO
 
 import msgspec
 import numpy as np
 from tqdm import tqdm
 
 from agentmem import validate
-from agentmem.errors import ConflictError, IndexUnavailableError, ValidationError
+from agentmem.engine import Engine
+from agentmem.errors import ConflictError, ValidationError
 from agentmem.kinds import KINDS, LINK_KINDS, STATUSES, TIERS
 from agentmem.records import Link, MemoryVersion
 from agentmem.store import COLUMNS, to_version
 from agentmem.text import sha256
-from indexes.docs import IndexFailure
 
 FORMAT = "agentmem-export"
 FORMAT_VERSION = 1
@@ -46,12 +45,12 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Line)
 
 
-def export_lines(memory, projects: Sequence[str] | None = None) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
+def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Iterator[bytes]:
     """JSON Lines for the store (or `projects`): a header, then versions by id, then their links."""
-    store, model = memory.store, memory.embedder.name
+    store, model = engine.store, engine.model
     yield (
         _encoder.encode(
-            Header(FORMAT, FORMAT_VERSION, store.schema_version, model, memory.embedder.dim, memory.clock())
+            Header(FORMAT, FORMAT_VERSION, store.schema_version, model, engine.embedder.dim, engine.clock())
         )
         + b"\n"
     )
@@ -81,14 +80,6 @@ def export_lines(memory, projects: Sequence[str] | None = None) -> Iterator[byte
             yield _encoder.encode(LinkLine(Link(*r))) + b"\n"
     finally:
         cur.close()
-
-
-def export_to(memory, out: IO[bytes]) -> int:  # type: ignore[no-untyped-def]
-    n = 0
-    for line in export_lines(memory):
-        out.write(line)
-        n += 1
-    return n - 1
 
 
 def _check(v: MemoryVersion, where: str, kinds: Collection[str]) -> None:
@@ -148,17 +139,17 @@ def _check_graph(versions: list[VersionLine], links: list[LinkLine]) -> None:
             raise ValidationError(f"link {ln.link.src_id} -> {ln.link.dst_id}: its source is not in the file")
 
 
-def import_lines(memory, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:  # type: ignore[no-untyped-def]
+def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:
     """Load an export into the store in one transaction; ids must not be in use. Returns versions read.
 
     Content hashes are always recomputed. With `trust_embeddings=False` (imports from tokens that
     are not admins) the file's vectors are ignored and the content is embedded here, so nobody can
     plant a vector that another project's identical text would later reuse.
     """
-    header, versions, links = parse_lines(lines, memory.config.kinds)
+    header, versions, links = parse_lines(lines, engine.config.kinds)
     _check_graph(versions, links)
     ids = [v.memory.id for v in versions]
-    store, embedder = memory.store, memory.embedder
+    store, embedder = engine.store, engine.embedder
     use_file = trust_embeddings and header is not None and header.model == embedder.name and header.dim == embedder.dim
     inserted = [msgspec.structs.replace(v.memory, content_hash=sha256(v.memory.content)) for v in versions]
     vectors: dict[str, np.ndarray] = {}
@@ -187,36 +178,17 @@ def import_lines(memory, lines: Iterable[bytes | str], *, trust_embeddings: bool
     try:
         for start in range(0, len(todo), 256):
             chunk = todo[start : start + 256]
-            for (h, _), vec in zip(chunk, embedder.embed([c for _, c in chunk]), strict=True):
-                vectors[h] = vec
+            vectors.update(zip([h for h, _ in chunk], engine.embed([c for _, c in chunk]), strict=True))
             bar.update(len(chunk))
-    except IndexFailure as exc:
-        raise IndexUnavailableError(str(exc)) from exc
     finally:
         bar.close()
-    with memory._write:
+    with engine.write() as w:
         if ids:
             taken = store.scalar("SELECT count(*) FROM memories WHERE id IN (SELECT unnest(?::BIGINT[]))", [ids])
             if taken:
                 raise ConflictError(
                     f"{taken} of the file's memory ids are already in this store: import into an empty data directory"
                 )
-        now = memory.clock()
-        with store.transaction() as tx:
-            for start in tqdm(
-                range(0, len(inserted), 5000), desc="import", unit="batch", disable=not sys.stderr.isatty(), leave=False
-            ):
-                store.insert_versions(tx, inserted[start : start + 5000])
-            hashes = list(vectors)
-            for start in range(0, len(hashes), 5000):
-                batch = hashes[start : start + 5000]
-                store.put_embeddings(tx, batch, embedder.name, np.stack([vectors[h] for h in batch]))
-            for ln in links:
-                store.add_link(tx, ln.link.src_id, ln.link.dst_id, ln.link.kind, ln.link.created_at)
-            store.enqueue(tx, [("upsert", v.id) for v in inserted if v.is_latest], now)
-            store._next_id = max(store._next_id, max(ids, default=0) + 1)
-        # Re-read what was written, so that the live set holds exactly DuckDB's values (UTC times).
-        for v in store.where("id IN (SELECT unnest(?::BIGINT[])) AND is_latest AND status = 'active'", [ids]):
-            memory.live.put(v)
-        memory._sync()
+        w.load(inserted, [ln.link for ln in links], vectors)
+        store.reserve_ids_through(max(ids, default=0))
     return len(versions)

@@ -55,7 +55,10 @@ class BM25Index:
             n = self._index.searcher().num_docs
         except Exception as exc:  # tantivy raises ValueError/OSError/RuntimeError on damage
             raise IndexCorrupt(f"BM25 index at {path} cannot be opened: {exc}") from exc
-        self.applied_seq = int(meta["applied_seq"]) if meta else 0
+        self.applied_seq = int(meta["applied_seq"]) if meta else 0  # committed
+        self.staged_seq = self.applied_seq  # in the writer, committed or not
+        self.staged = 0  # changes waiting for a commit
+        self.waiting_ids: list[int] = []  # ids they upsert: not found by `search` until the commit
         if meta is not None and meta.get("count") != n:
             self.close()
             raise IndexCorrupt(f"BM25 index at {path} holds {n} documents, its meta says {meta.get('count')}")
@@ -75,8 +78,13 @@ class BM25Index:
             {"schema_version": SCHEMA_VERSION, "applied_seq": self.applied_seq, "count": self.count()},
         )
 
-    def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int) -> None:
-        """Replace `upserts`, remove `deletes`, commit, and record `seq` as applied."""
+    def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int, *, commit: bool = True) -> None:
+        """Replace `upserts` and remove `deletes` up to `seq`; with `commit=False` they wait in the
+        writer (searches do not see them yet) until `commit()`, so many changes share one commit.
+
+        A failure drops whatever was waiting: `staged_seq` falls back to `applied_seq`, and the
+        caller replays the outbox from there.
+        """
         with self._lock:
             writer = self._writer
             if writer is None:
@@ -90,16 +98,49 @@ class BM25Index:
                             id=d.id, text=d.text, project=d.project, agent=d.agent, kind=d.kind, tier=d.tier
                         )
                     )
-                writer.commit()
-                self._index.reload()
             except Exception as exc:
-                writer.rollback()
+                self._drop_staged(writer)
                 raise IndexFailure(f"BM25 write failed: {exc}") from exc
-            self.applied_seq = max(self.applied_seq, seq)
-            try:
-                self._write_meta()
-            except OSError as exc:
-                raise IndexFailure(f"cannot record the BM25 index state: {exc}") from exc
+            self.staged_seq = max(self.staged_seq, seq)
+            self.staged += 1
+            self.waiting_ids.extend(d.id for d in upserts)
+            if commit:
+                self._commit(writer)
+
+    def commit(self) -> bool:
+        """Make what waits in the writer searchable and durable; False if nothing was waiting."""
+        with self._lock:
+            if not self.staged:
+                return False
+            writer = self._writer
+            if writer is None:
+                raise IndexFailure("BM25 index is closed")
+            self._commit(writer)
+            return True
+
+    def _commit(self, writer: tantivy.IndexWriter) -> None:
+        try:
+            writer.commit()
+            self._index.reload()
+        except Exception as exc:
+            self._drop_staged(writer)
+            raise IndexFailure(f"BM25 write failed: {exc}") from exc
+        self.applied_seq = self.staged_seq
+        self.staged = 0
+        self.waiting_ids = []
+        try:
+            self._write_meta()
+        except OSError as exc:
+            raise IndexFailure(f"cannot record the BM25 index state: {exc}") from exc
+
+    def _drop_staged(self, writer: tantivy.IndexWriter) -> None:
+        try:
+            writer.rollback()
+        except Exception:  # the writer is unusable either way; the outbox still has every change
+            pass
+        self.staged_seq = self.applied_seq
+        self.staged = 0
+        self.waiting_ids = []
 
     def search(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 import numpy as np
 
@@ -28,9 +30,14 @@ class Doc(msgspec.Struct, frozen=True):
     tier: str = ""
 
 
+# upsert: index the id's current document (or remove it if it has none); delete: remove it;
+# purge: remove it and overwrite its vector in place (a governance delete).
+OutboxOp = Literal["upsert", "delete", "purge"]
+
+
 class OutboxEntry(msgspec.Struct, frozen=True, array_like=True):
-    """A change the indexes must apply: `op` is "upsert" or "delete" for `memory_id`."""
+    """A change the indexes must apply to `memory_id`."""
 
     seq: int
-    op: str
+    op: OutboxOp
     memory_id: int

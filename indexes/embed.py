@@ -104,3 +104,67 @@ def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     """A query vector, through the embedder's cache when it has one."""
     cached = getattr(embedder, "embed_query", None)
     return cached(text) if cached is not None else embedder.embed([text])[0]
+
+
+class _Request:
+    __slots__ = ("texts", "done", "vectors", "error")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.done = False
+        self.vectors: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+
+class EmbedBatcher:
+    """Embeds the texts of concurrent callers together: whoever finds the model free embeds
+    everything waiting in one call (one forward pass instead of one per caller).
+
+    >>> batcher = EmbedBatcher(SentenceTransformerEmbedder())   # doctest: +SKIP
+    >>> batcher.embed(["we use postgres"]).shape                # from any thread
+    (1, 384)
+    """
+
+    def __init__(self, embedder: Embedder, *, max_texts: int = 256) -> None:
+        self.embedder = embedder
+        self.max_texts = max_texts
+        self._lock = threading.Lock()  # held while the model runs
+        self._queue: list[_Request] = []
+        self._queue_lock = threading.Lock()
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        request = _Request(list(texts))
+        if not request.texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        with self._queue_lock:
+            self._queue.append(request)
+        while not request.done:
+            with self._lock:
+                if not request.done:
+                    self._run_once()
+        if request.error is not None:
+            raise request.error
+        assert request.vectors is not None
+        return request.vectors
+
+    def _run_once(self) -> None:
+        with self._queue_lock:
+            batch: list[_Request] = []
+            n = 0
+            while self._queue and (not batch or n + len(self._queue[0].texts) <= self.max_texts):
+                batch.append(self._queue.pop(0))
+                n += len(batch[-1].texts)
+        if not batch:
+            return
+        self.calls += 1
+        try:
+            vectors = self.embedder.embed([t for r in batch for t in r.texts])
+        except BaseException as exc:  # every caller of the batch hears why
+            for r in batch:
+                r.error, r.done = exc, True
+            return
+        start = 0
+        for r in batch:
+            r.vectors, r.done = vectors[start : start + len(r.texts)], True
+            start += len(r.texts)

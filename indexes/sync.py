@@ -190,12 +190,13 @@ class IndexSet:
         shutil.rmtree(old, ignore_errors=True)
 
     def sync(self) -> int:
-        """Apply every outbox entry an index has not applied yet; returns how many entries were read."""
+        """Apply every outbox entry an index has not applied yet, and commit; returns how many
+        entries were read. This is the replay path (open, repair, after a failed write)."""
         read = 0
         with self._swap:
             indexes: list[BM25Index | VectorIndex] = [self.bm25, self.vectors]
             while True:
-                low = min(ix.applied_seq for ix in indexes)
+                low = min(self._position(ix) for ix in indexes)
                 entries = self.source.outbox_after(low, BATCH)
                 if not entries:
                     break
@@ -203,21 +204,60 @@ class IndexSet:
                 # Only upserts need their documents; an id not found current is removed either way.
                 docs = self.source.docs(list(dict.fromkeys(e.memory_id for e in entries if e.op == "upsert")))
                 present = {d.id for d in docs}
-                last = entries[-1].seq
                 for ix in indexes:
-                    if ix.applied_seq >= last:
+                    mine = [e for e in entries if e.seq > self._position(ix)]
+                    if not mine:
                         continue
-                    mine = {e.memory_id for e in entries if e.seq > ix.applied_seq}
-                    upserts, deletes = [d for d in docs if d.id in mine], [i for i in mine if i not in present]
-                    if isinstance(ix, VectorIndex):
-                        scrub = [e.memory_id for e in entries if e.seq > ix.applied_seq and e.op == "purge"]
-                        ix.apply(upserts, deletes, seq=last, scrub=scrub)
-                    else:
-                        ix.apply(upserts, deletes, seq=last)
+                    ids = {e.memory_id for e in mine}
+                    upserts, deletes = [d for d in docs if d.id in ids], [i for i in ids if i not in present]
+                    self._apply(ix, upserts, deletes, [e.memory_id for e in mine if e.op == "purge"], entries[-1].seq)
+            self.bm25.commit()
             if self.vectors.unsaved >= self.flush_every:
                 self.vectors.flush()
             self._prune()
         return read
+
+    @staticmethod
+    def _position(ix: BM25Index | VectorIndex) -> int:
+        """The last seq an index holds, searchable or waiting for its commit."""
+        return ix.staged_seq if isinstance(ix, BM25Index) else ix.applied_seq
+
+    def _apply(
+        self, ix: BM25Index | VectorIndex, upserts: list[Doc], deletes: list[int], purges: list[int], seq: int
+    ) -> None:
+        if isinstance(ix, VectorIndex):
+            ix.apply(upserts, deletes, seq=seq, scrub=purges)
+        else:
+            ix.apply(upserts, deletes, seq=seq, commit=False)
+
+    def apply(self, upserts: list[Doc], deletes: list[int], purges: list[int], first: int, last: int) -> None:
+        """Apply a committed batch whose documents the writer has at hand (outbox seqs `first` to
+        `last`), without reading the store back; the BM25 commit waits for `refresh` or for
+        `commit_due`. If either index is behind the batch, the outbox is replayed instead."""
+        with self._swap:
+            indexes: list[BM25Index | VectorIndex] = [self.bm25, self.vectors]
+            if any(self._position(ix) != first - 1 for ix in indexes):
+                self.sync()
+                return
+            for ix in indexes:
+                self._apply(ix, upserts, [*deletes, *purges], purges, last)
+            if self.vectors.unsaved >= self.flush_every:
+                self.vectors.flush()
+                self._prune()
+
+    def waiting(self) -> list[int]:
+        """Ids upserted into the BM25 writer that wait for a commit (text search misses them)."""
+        return list(self.bm25.waiting_ids)
+
+    def refresh(self) -> None:
+        """Make every applied change searchable (read your writes): commit what waits in BM25."""
+        ix = self.bm25
+        try:
+            ix.commit()
+        except IndexFailure:
+            if ix is self.bm25:
+                raise
+            self.bm25.commit()  # swapped for a rebuilt index meanwhile: that one is caught up
 
     def _prune(self) -> None:
         done = min([self.bm25.applied_seq, self.vectors.saved_seq, *self._holds])
@@ -225,8 +265,9 @@ class IndexSet:
             self.source.prune_outbox(done)
 
     def lag(self) -> int:
-        """How many outbox entries the slower index has still to apply."""
-        return max(0, self.source.last_seq() - min(self.bm25.applied_seq, self.vectors.applied_seq))
+        """How many outbox entries the slower index has still to apply (a change waiting in the
+        BM25 writer counts as applied: the next search commits it)."""
+        return max(0, self.source.last_seq() - min(self.bm25.staged_seq, self.vectors.applied_seq))
 
     def rebuild(self, which: Sequence[str] = ("bm25", "vectors")) -> None:
         """Build fresh indexes beside the live ones, then swap them in and catch them up.
@@ -281,6 +322,7 @@ class IndexSet:
 
     def flush(self) -> None:
         with self._swap:
+            self.bm25.commit()
             self.vectors.flush()
             self._prune()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmem import Memory, ValidationError
+from agentmem import Memory, ValidationError, writes
 from agentmem.admission import REASONS, propose
 from agentmem.admission.notes import intent_view
 from agentmem.cli import main
@@ -308,7 +308,7 @@ def test_scan_audit_completed_and_failed(memory: Memory, tmp_path: Path, monkeyp
         raise RuntimeError("provider said: secret transcript text")
 
     (tmp_path / "m.md").write_text("# Config\n\nThe cache runs on port 6379.\n")
-    monkeypatch.setattr(memory, "remember", boom)
+    monkeypatch.setattr(writes, "remember", boom)  # the remember path of every scan
     with pytest.raises(RuntimeError):
         memory.ingest_notes(tmp_path, project="shop")
     monkeypatch.undo()

@@ -9,7 +9,6 @@ import pytest
 from litestar.testing import TestClient
 
 from agentmem import Memory, ValidationError
-from agentmem.transfer import export_lines, import_lines
 from api.app import create_app
 from api.settings import load
 
@@ -37,7 +36,7 @@ def test_hostile_import_is_refused(memory: Memory, fields: dict[str, Any], messa
     victim = memory.remember("The vault code is 1234", project="victim").memory
     assert victim.id == 1
     with pytest.raises(ValidationError, match=message):
-        import_lines(memory, [_line(**fields)])
+        memory.import_lines([_line(**fields)])
     assert memory.stats().versions == 1
     assert memory.remember("Still writable afterwards", project="victim").memory.id == 2
 
@@ -91,10 +90,11 @@ def test_interrupted_startup_rebuild_is_finished_next_time(data_dir, embedder, c
 
 
 def test_any_index_error_after_commit_acknowledges_the_write(memory: Memory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    def broken() -> int:
+    def broken(*_: object) -> int:
         raise RuntimeError("hnswlib: cannot open file for writing")
 
-    monkeypatch.setattr(memory.indexes, "sync", broken)
+    monkeypatch.setattr(memory.indexes, "apply", broken)  # the write's own index step
+    monkeypatch.setattr(memory.indexes, "sync", broken)  # and the replay
     r = memory.remember("Written while the index disk is full", project="p")
     assert r.outcome == "created" and memory.index_stale
     monkeypatch.undo()
@@ -118,7 +118,7 @@ def test_http_bad_numbers_and_times_are_4xx(memory: Memory) -> None:
 def test_round_trip_still_exact_after_hardening(memory: Memory, tmp_path, embedder, clock) -> None:  # type: ignore[no-untyped-def]
     memory.remember("The API listens on port 8080", project="p", key="port")
     memory.remember("The API listens on port 4000", project="p", key="port")
-    lines = list(export_lines(memory))
+    lines = list(memory.export_lines())
     with Memory(tmp_path / "copy", embedder=embedder, clock=clock) as other:
-        import_lines(other, lines)
-        assert list(export_lines(other))[1:] == lines[1:]
+        other.import_lines(lines)
+        assert list(other.export_lines())[1:] == lines[1:]

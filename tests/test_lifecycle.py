@@ -147,6 +147,7 @@ def test_ttl_hides_at_once_and_the_sweep_expires(memory: Memory, clock) -> None:
     report = memory.sweep()
     assert (report.expired, report.archived) == (1, 0)
     assert memory.get(m.id).status == "expired"
+    memory.indexes.refresh()  # searches see what waits in the BM25 writer after its commit
     assert m.id not in memory.indexes.bm25.ids() and m.id not in memory.indexes.vectors.ids()
     consistent(memory)
 
@@ -218,6 +219,7 @@ def test_sweep_archives_exactly_what_is_below_threshold(memory: Memory, clock) -
         assert (m.status == "archived") == (name in below), name
         assert m.status_reason == ("retention" if name in below else None)
     archived = {i for n, i in ids.items() if n in below}
+    memory.indexes.refresh()  # searches see what waits in the BM25 writer after its commit
     assert not archived & memory.indexes.bm25.ids() and not archived & memory.indexes.vectors.ids()
     assert memory.recall("saw the build take nine minutes", project="p", k=10)[0].memory.id != ids["obs"]
     consistent(memory)
@@ -268,6 +270,7 @@ def test_archive_and_restore_round_trip(memory: Memory, clock) -> None:  # type:
     assert [v.id for v in listed] == [m.id]
     back = memory.restore(m.id, actor="alice")
     assert back.status == "active" and back.archived_at is None and back.last_reinforced_at == clock.now
+    memory.indexes.refresh()  # searches see what waits in the BM25 writer after its commit
     assert m.id in memory.indexes.bm25.ids() and m.id in memory.indexes.vectors.ids()
     assert memory.recall("build cache bucket amber", project="p")[0].memory.id == m.id
     consistent(memory)

@@ -22,6 +22,7 @@ def test_finds_by_words_and_returns_parts(memory: Memory) -> None:
 
 def test_superseded_never_returned_even_with_a_stale_index(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     old = memory.remember("We use Postgres for the main database of the shop", project="p").memory
+    memory.indexes.refresh()
 
     def broken(*a, **k):  # type: ignore[no-untyped-def]
         raise IndexFailure("disk full")

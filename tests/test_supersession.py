@@ -353,6 +353,7 @@ def test_a_new_state_needs_a_restatements_cosine() -> None:
 
 
 def bm25_ids(memory: Memory, text: str) -> set[int]:
+    memory.indexes.refresh()  # what waits in the BM25 writer is searchable after its commit
     return {i for i, _ in memory.indexes.search_text(text, 10, project=P)}
 
 

@@ -8,11 +8,10 @@ import json
 import pytest
 
 from agentmem import ConflictError, Memory, ValidationError
-from agentmem.transfer import export_lines, import_lines
 
 
 def _export(mem: Memory) -> list[dict]:  # type: ignore[type-arg]
-    return [json.loads(line) for line in export_lines(mem)]
+    return [json.loads(line) for line in mem.export_lines()]
 
 
 def test_round_trip_loses_nothing(tmp_path, embedder, clock) -> None:  # type: ignore[no-untyped-def]
@@ -24,7 +23,7 @@ def test_round_trip_loses_nothing(tmp_path, embedder, clock) -> None:  # type: i
     buf = b"".join(json.dumps(x).encode() + b"\n" for x in first)
     embedder.texts = 0
     with Memory(tmp_path / "b", embedder=embedder, clock=clock) as dst:
-        assert import_lines(dst, io.BytesIO(buf)) == len(first) - 1 - sum(x["type"] == "link" for x in first)
+        assert dst.import_lines(io.BytesIO(buf)) == len(first) - 1 - sum(x["type"] == "link" for x in first)
         assert embedder.texts == 0  # vectors came from the file
         second = _export(dst)
         assert dst.check().ok
@@ -55,9 +54,9 @@ def _populate_fixed(mem: Memory, clock, Triple) -> None:  # type: ignore[no-unty
 def test_import_refuses_ids_in_use(tmp_path, embedder, clock) -> None:  # type: ignore[no-untyped-def]
     with Memory(tmp_path / "a", embedder=embedder, clock=clock) as src:
         src.remember("one fact", project="p")
-        lines = list(export_lines(src))
+        lines = list(src.export_lines())
         with pytest.raises(ConflictError, match="already in this store"):
-            import_lines(src, lines)
+            src.import_lines(lines)
         assert src.stats().versions == 1
 
 
@@ -67,18 +66,18 @@ def test_import_refuses_ids_in_use(tmp_path, embedder, clock) -> None:  # type: 
      b'{"type": "link", "link": {"src_id": 5, "dst_id": 6, "kind": "friend", "created_at": "2026-01-01T00:00:00Z"}}'],
 )  # fmt: skip
 def test_bad_import_writes_nothing(memory: Memory, line: bytes) -> None:
-    good = list(export_lines(memory))
+    good = list(memory.export_lines())
     with pytest.raises(ValidationError):
-        import_lines(memory, [*good, line])
+        memory.import_lines([*good, line])
     assert memory.stats().versions == 0
 
 
 def test_import_embeds_when_the_model_differs(tmp_path, embedder, clock) -> None:  # type: ignore[no-untyped-def]
     with Memory(tmp_path / "a", embedder=embedder, clock=clock) as src:
         src.remember("one fact about caching", project="p")
-        lines = [json.loads(x) for x in export_lines(src)]
+        lines = [json.loads(x) for x in src.export_lines()]
     lines[0]["model"] = "some-other-model"
     embedder.texts = 0
     with Memory(tmp_path / "b", embedder=embedder, clock=clock) as dst:
-        import_lines(dst, [json.dumps(x) for x in lines])
+        dst.import_lines([json.dumps(x) for x in lines])
         assert embedder.texts == 1 and dst.check().ok

@@ -14,22 +14,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 from tqdm import tqdm
 
-from agentmem import audit, validate
+from agentmem import validate, writes
 from agentmem.admission import code, conversation, files, notes
 from agentmem.admission.conversation import Message
 from agentmem.admission.extract import Candidate
 from agentmem.audit import AuditEntry
+from agentmem.engine import Engine
 from agentmem.errors import ValidationError
 from agentmem.records import NewMemory
 from agentmem.text import sha256
-
-if TYPE_CHECKING:
-    from agentmem.memory import Memory
 
 log = logging.getLogger("agentmem")
 
@@ -77,7 +75,7 @@ class Scan:
     """The running state of one scan; `offer` each candidate, then `finish`."""
 
     def __init__(
-        self, mem: Memory, source: Source, target: str, project: str, *, dry_run: bool, actor: str, agent: str | None
+        self, mem: Engine, source: Source, target: str, project: str, *, dry_run: bool, actor: str, agent: str | None
     ) -> None:
         self.mem, self.source, self.target, self.project = mem, source, target, project
         self.dry_run, self.actor, self.agent = dry_run, actor, agent
@@ -122,7 +120,7 @@ class Scan:
                 valid_from=time,
             )
             try:
-                result = self.mem.remember(new, actor=self.actor)
+                result = writes.remember(self.mem, writes.prepared(self.mem, new, {}), actor=self.actor)
             except ValidationError:
                 self.rejected["invalid"] += 1
                 self._list(self.rejected_items, msgspec.structs.replace(item, reason="invalid"))
@@ -191,15 +189,11 @@ class Scan:
                 **({"error": error} if error else {}),
             },
         )
-        mem = self.mem
-        with mem._write, mem.store.transaction() as tx:
-            audit.write(tx, [entry])
-            row = tx.execute("SELECT value FROM counters WHERE name = 'audit_seq'").fetchone()
-        return msgspec.structs.replace(report, audit_id=int(row[0]) if row else None)
+        return msgspec.structs.replace(report, audit_id=self.mem.record([entry])[0])
 
 
 def run(
-    mem: Memory,
+    mem: Engine,
     source: Source,
     target: str,
     project: str | None,
@@ -237,7 +231,7 @@ def _bar(items: Iterable[Any], progress: bool, desc: str, total: int | None = No
 
 
 def ingest_conversation(
-    mem: Memory,
+    mem: Engine,
     conv: str | Path | Sequence[Message | dict[str, Any]],
     *,
     project: str | None,
@@ -283,7 +277,7 @@ def ingest_conversation(
 
 
 def ingest_notes(
-    mem: Memory,
+    mem: Engine,
     path: str | Path,
     *,
     project: str | None,
@@ -305,7 +299,7 @@ def ingest_notes(
 
 
 def ingest_code(
-    mem: Memory,
+    mem: Engine,
     path: str | Path,
     *,
     project: str | None,

@@ -10,7 +10,7 @@ from litestar.params import QueryParameter
 from litestar.response import Stream
 
 from agentmem import ValidationError
-from agentmem.transfer import export_lines, import_lines, parse_lines
+from agentmem.transfer import parse_lines
 from api.deps import Mem, Who
 from api.schemas import ImportReply
 
@@ -23,7 +23,7 @@ async def export(
 ) -> Stream:
     """Streams a header line, then every version (with its embedding) of the token's projects, then their links."""
     projects = who.scope(project)
-    return Stream(export_lines(mem, projects=projects), media_type="application/x-ndjson")
+    return Stream(mem.export_lines(projects), media_type="application/x-ndjson")
 
 
 @post("/v1/import", request_max_body_size=IMPORT_MAX_BYTES, summary="Import a JSON Lines export")
@@ -43,6 +43,6 @@ async def import_(request: Request, who: Who, mem: Mem) -> ImportReply:  # type:
             raise PermissionDeniedException(f"this token has no access to project(s) {', '.join(denied)}")
         if not versions:
             raise ValidationError("the body holds no memory lines")
-        return import_lines(mem, lines, trust_embeddings=who.can("admin"))
+        return mem.import_lines(lines, trust_embeddings=who.can("admin"))
 
     return ImportReply(imported=await anyio.to_thread.run_sync(run))

@@ -1,0 +1,359 @@
+"""The engine of one data directory: the store of record, the live set, the indexes and the writer.
+
+Every change goes through one write unit (`agentmem.unit.Write`): either batched with other
+callers' (`engine.run(job)`, group commit: one DuckDB transaction and one index apply for the
+whole batch) or alone (`with engine.write() as w:`, for services that read the store while
+they write). After each commit, once: the live set takes the unit's changes, and the indexes
+apply its outbox entries from the documents at hand. Text search sees them after the next
+BM25 commit, which a recall forces when anything waits (read your writes), which the writer
+makes every `text_commit_every` changes, and which the background thread makes after
+`text_commit_seconds`. A failed index write never fails a committed change: the outbox
+replays it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+import numpy as np
+
+from agentmem import audit
+from agentmem.audit import AuditEntry
+from agentmem.config import Config
+from agentmem.documents import StoreSource, doc_of
+from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
+from agentmem.live import LiveSet
+from agentmem.provider import Provider
+from agentmem.records import MemoryVersion
+from agentmem.store import INDEXABLE, Store
+from agentmem.unit import Write
+from agentmem.validate import MAX_ID
+from agentmem.writer import Writer
+from indexes.docs import Doc, IndexFailure
+from indexes.embed import EmbedBatcher, Embedder
+from indexes.sync import Consistency, IndexSet
+
+log = logging.getLogger("agentmem")
+
+DB_FILE = "agentmem.duckdb"
+
+T = TypeVar("T")
+
+
+class Engine:
+    """Owns one data directory. Services (lifecycle, consolidation, admission, transfer) and the
+    `Memory` facade change memories only through `run` and `write`."""
+
+    def __init__(self, path: Path, *, embedder: Embedder, config: Config, clock: Callable[[], datetime]) -> None:
+        self.path = path
+        self.embedder = embedder
+        self.config = config
+        self.clock = clock
+        self.model = embedder.name
+        self._batcher = EmbedBatcher(embedder)
+        self._access: Counter[int] = Counter()
+        self._access_lock = threading.Lock()
+        self._stale = False
+        self._last_change = 0.0
+        self._wake = threading.Event()
+        self._closing = threading.Event()
+        self._purge_lock = threading.Lock()
+        self._purge_asked = 0
+        self._purge_done = 0
+        self.store = Store(path / DB_FILE)
+        try:
+            self.live = LiveSet(self.store.where(INDEXABLE))
+            self.writer = Writer(self._new_unit, self._commit)
+            self._backfill_embeddings()
+            self.source = StoreSource(self.store, self.model)
+            self.indexes = IndexSet(
+                path / "index",
+                self.source,
+                dim=embedder.dim,
+                model=self.model,
+                flush_every=config.vector_flush_every,
+                lock=self.writer.lock,
+            )
+            self.provider = Provider(config.provider, self.store, self.writer.lock) if config.provider else None
+            if self.indexes.rebuilt:
+                self.audit_rebuild(list(self.indexes.rebuilt), "startup", "index missing or damaged on open", True)
+        except BaseException:
+            self.store.close()
+            raise
+        self._thread = threading.Thread(target=self._background, name="agentmem-background", daemon=True)
+        self._thread.start()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def run(self, job: Callable[[Write], T]) -> T:
+        """Run `job` in the next group commit; its result once the batch is durable and applied."""
+        return self.writer.run(job)
+
+    @contextmanager
+    def write(self) -> Iterator[Write]:
+        """A unit of its own, committed on exit: the store it reads holds every acknowledged write."""
+        with self.writer.exclusive() as w:
+            yield w
+
+    def record(self, entries: list[AuditEntry]) -> list[int]:
+        """Write audit entries that go with no other change; returns their ids."""
+        with self.write() as w:
+            w.audit(entries)
+        return w.audit_ids
+
+    def _new_unit(self) -> Write:
+        kinds = self.config.kinds
+        return Write(self.live, self.store.allocate_id, self.clock(), lambda kind: kinds[kind].start_confidence)
+
+    def _commit(self, w: Write) -> None:
+        with self._access_lock:
+            accesses, self._access = self._access, Counter()
+        if w.empty and not accesses:
+            return
+        c, s = w.changes, self.store
+        try:
+            with s.transaction() as tx:
+                if c.embeddings:
+                    s.put_embeddings(tx, list(c.embeddings), self.model, np.stack(list(c.embeddings.values())))
+                s.insert_versions(tx, list(c.inserts.values()))
+                s.apply_updates(tx, c.updates)
+                for e in c.erasures:
+                    s.erase(tx, e.ids, e.hashes, e.fields)
+                s.add_links(tx, c.links)
+                first = s.enqueue(tx, c.outbox, w.now)
+                w.audit_ids = audit.write(tx, c.audits)
+                if accesses:
+                    s.add_accesses(tx, dict(accesses), w.now)
+        except BaseException:
+            with self._access_lock:
+                self._access.update(accesses)  # advisory counts: tried again with the next commit
+            raise
+        self.live.apply(c.gone, c.added)
+        for memory_id, n in accesses.items():
+            m = self.live.get(memory_id)
+            if m is not None:
+                self.live.put(msgspec.structs.replace(m, accesses=m.accesses + n, last_accessed_at=w.now))
+        if c.outbox:
+            self._last_change = time.monotonic()
+            self._index(w, first)
+
+    def _index(self, w: Write, first: int) -> None:
+        """Apply a committed unit's outbox entries to both indexes; a failure leaves them to replay."""
+        c = w.changes
+        try:
+            touched = list(dict.fromkeys(i for _, i in c.outbox))
+            current = [i for i in touched if i in self.live]
+            docs: list[Doc] = []
+            fetch = []
+            for i in current:
+                v = c.inserts.get(i)
+                vector = w.vectors.get(v.content_hash) if v is not None and v.version == 1 else None
+                if v is not None and vector is not None:
+                    docs.append(doc_of(v, vector))  # a new lineage: nothing superseded to carry
+                else:
+                    fetch.append(i)
+            docs += self.source.docs(fetch)
+            present = {d.id for d in docs}
+            purges = [i for op, i in c.outbox if op == "purge"]
+            deletes = [i for i in touched if i not in present and i not in set(purges)]
+            self.indexes.apply(docs, deletes, purges, first, first + len(c.outbox) - 1)
+            if len(self.indexes.waiting()) >= self.config.text_commit_every:
+                self.indexes.refresh()
+            self._stale = False
+        except Exception as exc:  # the change is committed: never fail it for an index problem
+            self._stale = True
+            log.warning("index update failed, will replay from the outbox: %s", exc)
+
+    # -- vectors -----------------------------------------------------------------------
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors for `texts`, embedded together with other callers' waiting texts."""
+        try:
+            return self._batcher.embed(texts)
+        except IndexFailure as exc:
+            raise IndexUnavailableError(str(exc)) from exc
+
+    def vector_for(self, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
+        """The vector of this content, and whether the store has it already (else it is embedded
+        now, outside the writer)."""
+        found = self.store.vector(content_hash, self.model)
+        if found is not None:
+            return found, True
+        return self.embed([content])[0], False
+
+    def vectors_for(self, contents: dict[str, str]) -> dict[str, np.ndarray]:
+        """Vectors by content hash for `contents` (hash -> text): stored ones, the rest embedded."""
+        found = self.store.vectors(list(contents), self.model)
+        todo = [h for h in contents if h not in found]
+        for start in range(0, len(todo), 256):
+            chunk = todo[start : start + 256]
+            found.update(zip(chunk, self.embed([contents[h] for h in chunk]), strict=True))
+        return found
+
+    def _backfill_embeddings(self) -> None:
+        """Embed current memories that have no vector for this model (first open with a new model)."""
+        rows = (
+            self.store.cursor()
+            .execute(
+                f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
+                [self.model],
+            )
+            .fetchall()
+        )
+        if not rows:
+            return
+        log.warning("embedding %d memories for model %s", len(rows), self.model)
+        for start in range(0, len(rows), 256):
+            chunk = rows[start : start + 256]
+            vectors = self.embedder.embed([c for _, c in chunk])
+            with self.store.transaction() as tx:
+                self.store.put_embeddings(tx, [h for h, _ in chunk], self.model, vectors)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get(self, memory_id: int) -> MemoryVersion:
+        """One version by id (any status); NotFoundError if there is none."""
+        if isinstance(memory_id, bool) or not isinstance(memory_id, int):
+            raise ValidationError(f"memory id: expected a whole number, got {memory_id!r}")
+        if not 0 < memory_id <= MAX_ID:  # beyond it no id is ever given out
+            raise NotFoundError(f"no memory with id {memory_id}")
+        found = self.store.get_many([memory_id])
+        if not found:
+            raise NotFoundError(f"no memory with id {memory_id}")
+        return found[memory_id]
+
+    def refresh(self) -> None:
+        """Before a search: replay the outbox if an index write failed, and make every
+        acknowledged change searchable."""
+        if self._stale:
+            with self.writer.lock:
+                self.sync()
+        try:
+            self.indexes.refresh()
+        except IndexFailure as exc:
+            self._stale = True
+            log.warning("index commit failed, will replay from the outbox: %s", exc)
+
+    @property
+    def index_stale(self) -> bool:
+        """True while an index write has failed and the outbox has not been replayed yet."""
+        return self._stale
+
+    def sync(self) -> None:
+        """Bring the indexes up to the outbox; a failure leaves every write safe in DuckDB."""
+        try:
+            with self.writer.lock:
+                self.indexes.sync()
+            self._stale = False
+        except Exception as exc:
+            self._stale = True
+            log.warning("index update failed, will replay from the outbox: %s", exc)
+
+    # -- access counts, batched off the recall path -------------------------------------
+
+    def note_access(self, ids: list[int]) -> None:
+        with self._access_lock:
+            self._access.update(ids)
+            due = len(self._access) >= self.config.access_flush_every
+        if due:
+            self._wake.set()  # the background thread writes them; recall never waits on DuckDB
+
+    def flush_access(self) -> None:
+        """Write pending access counts now (they ride along with any commit anyway)."""
+        if self._access:
+            self.writer.run(lambda w: None)
+
+    def _background(self) -> None:
+        """Access counts every `access_flush_seconds`, the BM25 commit `text_commit_seconds`
+        after the last change."""
+        while not self._closing.is_set():
+            self._wake.wait(min(self.config.access_flush_seconds, self.config.text_commit_seconds))
+            self._wake.clear()
+            if self._closing.is_set():
+                return
+            try:
+                if self._access:
+                    self.flush_access()
+                if self.indexes.waiting() and time.monotonic() - self._last_change >= self.config.text_commit_seconds:
+                    self.refresh()
+            except Exception:  # logged and tried again on the next round
+                log.exception("background index upkeep failed")
+
+    # -- upkeep ------------------------------------------------------------------------
+
+    def purge(self) -> None:
+        """After a governance delete: rebuild BM25 from the store (deleted documents stay in
+        Tantivy's segment files until a merge; a rebuild writes only what is current) and save the
+        vector graph (the purge overwrote the vectors in memory; the file still held them). It
+        runs beside the writer, not under it: other writes go on, and one rebuild serves every
+        delete that was committed before it started."""
+        with self._purge_lock:
+            self._purge_asked += 1
+            ticket = self._purge_asked
+        with self._purge_lock:
+            if self._purge_done >= ticket:
+                return
+            covers = self._purge_asked
+            self.indexes.rebuild(["bm25"])
+            self.indexes.vectors.flush(force=True)
+            self._purge_done = covers
+        self.store.checkpoint()
+
+    def check(self) -> Consistency:
+        """Ids in each index against the latest active ids in DuckDB."""
+        with self.writer.lock:
+            return self.indexes.check()
+
+    def rebuild(self, which: list[str], *, actor: str) -> Consistency:
+        """Rebuild indexes from DuckDB (no re-embedding) beside the live ones, then swap them in."""
+        try:
+            self.indexes.rebuild(which)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        report = self.check()
+        self.audit_rebuild(which, actor, "requested", report.ok)
+        return report
+
+    def audit_rebuild(self, which: list[str], actor: str, reason: str, ok: bool) -> None:
+        entry = AuditEntry(
+            created_at=self.clock(),
+            action="rebuild",
+            actor=actor,
+            affected=len(self.live),
+            reason=reason,
+            details={"indexes": which, "ok": ok},
+        )
+        self.record([entry])
+
+    def flush(self) -> None:
+        """Write pending access counts, commit BM25 and save the vector graph."""
+        self.flush_access()
+        with self.writer.lock:
+            self.sync()
+            self.indexes.flush()
+
+    def close(self) -> None:
+        """Write pending access counts, persist the indexes, release the data directory."""
+        self._closing.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+        with self.writer.lock:
+            try:
+                self.flush_access()
+            finally:
+                try:
+                    self.indexes.close()
+                    if self.provider is not None:
+                        self.provider.close()
+                finally:
+                    self.store.close()

@@ -1,0 +1,292 @@
+"""The write unit: every change to memories is collected in one `Write`, then committed at once.
+
+A unit reads through itself: a version it inserted, updated or retired is seen as it will be
+after the commit, so a later change in the same batch (a burst of writes to one key) decides
+against the earlier one. Key and slot uniqueness, one current memory per key and per triple
+slot in a project, is enforced here, so no path can break it. Nothing touches DuckDB until
+the engine commits the unit: in one transaction with its outbox entries and audit entries;
+the live set and the indexes follow once, after the commit.
+
+>>> with engine.write() as w:                       # doctest: +SKIP
+...     v = w.insert(new, content_hash=h, vector=vec)
+...     w.retire([(old, "archived", "retention")])
+...     w.audit([entry])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from agentmem.audit import AuditEntry
+from agentmem.errors import ConflictError, ValidationError
+from agentmem.live import LiveSet
+from agentmem.records import Link, MemoryVersion, NewMemory
+from agentmem.supersede import NEVER_SUPERSEDED
+from agentmem.text import slot_of
+from indexes.docs import OutboxOp
+
+# What a governance delete blanks on every erased version (the tombstone keeps ids, times, reason).
+ERASED: dict[str, Any] = {
+    "status": "deleted", "content": "", "title": None, "subject": None, "predicate": None, "object": None,
+    "key": None, "slot": None, "source_ref": None, "content_hash": "", "norm_hash": "", "archived_at": None,
+}  # fmt: skip
+
+
+@dataclass
+class Erasure:
+    """Versions whose content a governance delete removes, and the hashes whose vectors may go."""
+
+    ids: list[int]
+    hashes: list[str]
+    fields: dict[str, Any]
+
+
+@dataclass
+class Changes:
+    """Everything a unit will write; copied whole to undo one job of a batch."""
+
+    embeddings: dict[str, np.ndarray] = field(default_factory=dict)
+    inserts: dict[int, MemoryVersion] = field(default_factory=dict)
+    updates: dict[int, dict[str, Any]] = field(default_factory=dict)
+    erasures: list[Erasure] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    outbox: list[tuple[OutboxOp, int]] = field(default_factory=list)
+    audits: list[AuditEntry] = field(default_factory=list)
+    added: dict[int, MemoryVersion] = field(default_factory=dict)  # id -> version as it will be
+    gone: set[int] = field(default_factory=set)  # current versions this unit changes or removes
+
+    def copy(self) -> Changes:
+        return Changes(
+            dict(self.embeddings), dict(self.inserts), {k: dict(v) for k, v in self.updates.items()},
+            list(self.erasures), list(self.links), list(self.outbox), list(self.audits), dict(self.added),
+            set(self.gone),
+        )  # fmt: skip
+
+
+_TIME_FIELDS = [f.name for f in msgspec.structs.fields(MemoryVersion) if "datetime" in str(f.type)]
+
+
+def _utc(v: MemoryVersion) -> MemoryVersion:
+    """The version with every time in UTC, as DuckDB gives it back (a naive time is read as UTC)."""
+    changed = {}
+    for name in _TIME_FIELDS:
+        t = getattr(v, name)
+        if t is not None and t.tzinfo is not UTC:
+            changed[name] = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return msgspec.structs.replace(v, **changed) if changed else v
+
+
+class Write:
+    """One unit of change. Get one from `Engine.write()` (alone) or as a job's argument (batched)."""
+
+    def __init__(self, live: LiveSet, allocate: Any, now: datetime, start_confidence: Any) -> None:
+        self.now = now
+        self._live = live
+        self._allocate = allocate
+        self._start_confidence = start_confidence
+        self.changes = Changes()
+        self._added = LiveSet()
+        self.audit_ids: list[int] = []  # filled in by the commit, in the order of `audit()` calls
+        self.vectors: dict[str, np.ndarray] = {}  # by content hash: what the new versions index
+
+    # -- reading through the unit ----------------------------------------------------
+
+    def get(self, memory_id: int) -> MemoryVersion | None:
+        """The current version with this id as it will be after the commit (None if not current)."""
+        if memory_id in self.changes.added:
+            return self._added.get(memory_id)
+        if memory_id in self.changes.gone:
+            return None
+        return self._live.get(memory_id)
+
+    def _base(self, v: MemoryVersion | None) -> MemoryVersion | None:
+        return v if v is not None and v.id not in self.changes.gone else None
+
+    def by_key(self, project: str, key: str) -> MemoryVersion | None:
+        return self._added.by_key(project, key) or self._base(self._live.by_key(project, key))
+
+    def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
+        return self._added.by_slot(project, slot) or self._base(self._live.by_slot(project, slot))
+
+    def by_content(self, project: str, content: str) -> MemoryVersion | None:
+        return self._added.by_content(project, content) or self._base(self._live.by_content(project, content))
+
+    def pending(self, project: str) -> list[MemoryVersion]:
+        """Current versions this unit inserted in `project` (not yet in any index)."""
+        return [v for i, v in self.changes.inserts.items() if v.project == project and self._added.get(i) is not None]
+
+    def vector(self, content_hash: str) -> np.ndarray | None:
+        return self.vectors.get(content_hash)
+
+    # -- changing ----------------------------------------------------------------------
+
+    def embedding(self, content_hash: str, vector: np.ndarray, *, stored: bool = False) -> None:
+        """The vector of a content hash, written to the store unless it is `stored` there already."""
+        self.vectors.setdefault(content_hash, vector)
+        if not stored:
+            self.changes.embeddings.setdefault(content_hash, vector)
+
+    def insert(self, new: NewMemory, *, content_hash: str, replaces: MemoryVersion | None = None) -> MemoryVersion:
+        """A new current version (continuing `replaces`'s lineage, which this makes no longer
+        current: see `supersede`). Refused with ConflictError if another current memory holds its
+        key or triple slot."""
+        if new.project is None:
+            raise ValidationError("project is required")
+        new_id = self._allocate()
+        old = replaces
+        version = MemoryVersion(
+            id=new_id,
+            lineage_id=old.lineage_id if old else new_id,
+            version=old.version + 1 if old else 1,
+            parent_id=old.id if old else None,
+            is_latest=True,
+            status="active",
+            content=new.content,
+            title=new.title,
+            triple=new.triple,
+            key=new.key,
+            tier=new.tier,
+            kind=new.kind,
+            project=new.project,
+            agent=new.agent,
+            session=new.session,
+            source=new.source,
+            source_ref=new.source_ref,
+            source_ids=list(new.source_ids),
+            salience=new.salience,
+            confidence=new.confidence if new.confidence is not None else self._start_confidence(new.kind),
+            pinned=new.pinned,
+            created_at=self.now,
+            valid_from=new.valid_from or self.now,
+            expires_at=new.expires_at,
+            last_reinforced_at=self.now,
+            content_hash=content_hash,
+        )
+        self._claim(version, replacing=old)
+        c = self.changes
+        c.inserts[new_id] = version
+        c.outbox.append(("upsert", new_id))
+        c.links.extend(Link(new_id, source_id, "derived_from", self.now) for source_id in new.source_ids)
+        self._put(version)
+        return version
+
+    def supersede(self, old: MemoryVersion, by: MemoryVersion, reason: str | None, similarity: float | None) -> None:
+        """`old` leaves recall and both indexes, keeping its death record: who, when, why."""
+        self.update(
+            old,
+            is_latest=False,
+            status="superseded",
+            valid_to=max(by.valid_from, old.valid_from),
+            superseded_by=by.id,
+            superseded_at=self.now,
+            supersede_reason=reason,
+            supersede_similarity=similarity,
+        )
+        self.changes.outbox.append(("delete", old.id))
+
+    def update(self, v: MemoryVersion, *, reindex: bool = False, **fields: Any) -> MemoryVersion:
+        """Set fields on a version; returns it as it will be. `reindex`: its document changes (a
+        restored memory comes back into the indexes)."""
+        changed = msgspec.structs.replace(v, **fields)
+        if changed.is_latest and changed.status == "active" and not (v.is_latest and v.status == "active"):
+            self._claim(changed, replacing=None)
+        c = self.changes
+        if v.id in c.inserts:
+            c.inserts[v.id] = changed
+        else:
+            c.updates.setdefault(v.id, {}).update(fields)
+        self._put(changed)
+        if reindex:
+            c.outbox.append(("upsert", v.id))
+        return changed
+
+    def retire(self, victims: Sequence[tuple[MemoryVersion, str, str]]) -> None:
+        """Move current versions to (status, status_reason), e.g. ("archived", "retention"); both
+        indexes drop them."""
+        for m, status, reason in victims:
+            self.update(m, status=status, archived_at=self.now, status_reason=reason)
+            self.changes.outbox.append(("delete", m.id))
+
+    def erase(self, victims: Sequence[MemoryVersion], reason: str, survivors: Sequence[int]) -> None:
+        """The governance delete of `victims`: content, title, key, triple and vector are erased, a
+        tombstone stays; `survivors` (current versions of the same lineages) are indexed again,
+        since their documents carry words of the versions they replaced."""
+        c = self.changes
+        ids = [v.id for v in victims]
+        c.erasures.append(
+            Erasure(ids, sorted({v.content_hash for v in victims}), {**ERASED, "deleted_at": self.now,
+                                                                      "status_reason": reason})
+        )  # fmt: skip
+        for v in victims:
+            c.gone.add(v.id)
+            c.added.pop(v.id, None)
+            self._added.drop(v.id)
+        c.outbox.extend([("purge", i) for i in ids] + [("upsert", i) for i in survivors if i not in set(ids)])
+
+    def load(self, versions: Sequence[MemoryVersion], links: Sequence[Link], vectors: dict[str, np.ndarray]) -> None:
+        """Versions exactly as given, with ids, lineages and statuses of their own (an import);
+        their current ones must not take a key or slot a current memory holds."""
+        c = self.changes
+        for v in versions:
+            v = _utc(v)
+            current = v.is_latest and v.status == "active"
+            if current:
+                self._claim(v, replacing=None)
+            c.inserts[v.id] = v
+            self._put(v)
+            if current:
+                c.outbox.append(("upsert", v.id))
+        c.links.extend(links)
+        for content_hash, vector in vectors.items():
+            self.embedding(content_hash, vector)
+
+    def link(self, src: int, dst: int, kind: str = "derived_from") -> None:
+        self.changes.links.append(Link(src, dst, kind, self.now))
+
+    def audit(self, entries: Sequence[AuditEntry]) -> None:
+        self.changes.audits.extend(entries)
+
+    # -- inside -------------------------------------------------------------------------
+
+    def _put(self, v: MemoryVersion) -> None:
+        c = self.changes
+        c.gone.add(v.id)
+        c.added[v.id] = v
+        self._added.put(v)  # drops it instead when it is no longer current
+
+    def _claim(self, v: MemoryVersion, replacing: MemoryVersion | None) -> None:
+        """One current memory per key and per triple slot in a project."""
+        if v.kind in NEVER_SUPERSEDED:
+            return
+        held = []
+        if v.key is not None:
+            held.append(("key", v.key, self.by_key(v.project, v.key)))
+        if v.triple is not None:
+            slot = slot_of(v.triple.subject, v.triple.predicate)
+            held.append(("triple slot", f"{v.triple.subject} / {v.triple.predicate}", self.by_slot(v.project, slot)))
+        for what, value, other in held:
+            if other is None or (other.expires_at is not None and other.expires_at <= self.now):
+                continue  # an expired memory holds nothing: it is neither reinforced nor superseded
+            if other.id != v.id and (replacing is None or other.id != replacing.id):
+                raise ConflictError(
+                    f"memory {other.id} holds the {what} {value!r} in project {v.project!r}: revise or delete it first"
+                )
+
+    def mark(self) -> Changes:
+        """A copy of what is collected so far (`reset` returns to it: one failed job of a batch)."""
+        return self.changes.copy()
+
+    def reset(self, mark: Changes) -> None:
+        self.changes = mark
+        self._added = LiveSet(mark.added.values())
+
+    @property
+    def empty(self) -> bool:
+        c = self.changes
+        return not (c.inserts or c.updates or c.erasures or c.links or c.outbox or c.audits or c.embeddings)

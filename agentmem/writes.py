@@ -1,0 +1,206 @@
+"""Remember, revise and observe: each one prepared outside the writer (validation, embedding),
+then decided and applied as a job of the next group commit.
+
+A job decides against its unit (`agentmem.unit.Write`), so it sees every acknowledged write
+and every earlier write of its own batch: the current memories by key, slot and content, the
+candidates text and vector search find, the versions still waiting for a BM25 commit, and
+the versions its batch inserted before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agentmem import validate
+from agentmem.audit import AuditEntry
+from agentmem.engine import Engine
+from agentmem.errors import ValidationError
+from agentmem.records import MemoryVersion, NewMemory, RememberResult
+from agentmem.retention import reinforcement
+from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide
+from agentmem.text import jaccard, sha256, slot_of, token_set
+from agentmem.unit import Write
+
+
+def prepared(engine: Engine, item: NewMemory | str | None, fields: dict[str, Any]) -> NewMemory:
+    """A checked NewMemory from either a NewMemory or its fields as keywords."""
+    if not isinstance(item, NewMemory):
+        if item is not None:
+            fields["content"] = item
+        try:
+            item = NewMemory(**fields)
+        except TypeError as exc:
+            raise ValidationError(str(exc)) from None
+    elif fields:
+        raise ValidationError("pass either a NewMemory or keyword fields, not both")
+    return validate.new_memory(item, engine.config, engine.clock())
+
+
+def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:
+    """Create, reinforce or supersede (see `agentmem.supersede`), in the next group commit."""
+    content_hash = sha256(new.content)
+    vector, stored = engine.vector_for(new.content, content_hash)
+
+    def job(w: Write) -> RememberResult:
+        w.embedding(content_hash, vector, stored=stored)
+        return apply(engine, w, new, content_hash, vector, actor)
+
+    return engine.run(job)
+
+
+def apply(
+    engine: Engine, w: Write, new: NewMemory, content_hash: str, vector: np.ndarray, actor: str
+) -> RememberResult:
+    """Decide `new` against the unit and apply the outcome to it."""
+    decision = _decide(engine, w, new, vector)
+    if decision.outcome == "reinforced":
+        assert decision.target is not None
+        refreshed = w.update(decision.target, **reinforcement(decision.target, w.now))
+        return RememberResult(
+            outcome="reinforced",
+            memory=refreshed,
+            reason=decision.reason,
+            similarity=decision.similarity,
+            near_duplicates=decision.near,
+        )
+    old = decision.target if decision.outcome == "superseded" else None
+    version = w.insert(new, content_hash=content_hash, replaces=old)
+    if old is not None:
+        w.supersede(old, version, decision.reason, decision.similarity)
+        w.audit(
+            [
+                AuditEntry.of(
+                    old, "supersede", actor, w.now, decision.reason, by=version.id, similarity=decision.similarity
+                )
+            ]
+        )
+    return RememberResult(
+        outcome=decision.outcome,
+        memory=version,
+        superseded_id=old.id if old else None,
+        reason=decision.reason if old else None,
+        similarity=decision.similarity if old else None,
+        near_duplicates=decision.near,
+    )
+
+
+def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Decision:
+    """Gather the current memories the rules look at: by key, by slot, by content, by search.
+
+    An expired memory no longer counts: it is neither reinforced nor superseded.
+    """
+    project, now = new.project or "", w.now
+
+    def alive(m: MemoryVersion | None) -> MemoryVersion | None:
+        return m if m is not None and (m.expires_at is None or m.expires_at > now) else None
+
+    keyed = slotted = exact = None
+    if new.kind not in NEVER_SUPERSEDED:
+        if new.key is not None:
+            keyed = alive(w.by_key(project, new.key))
+        if new.triple is not None:
+            slotted = alive(w.by_slot(project, slot_of(new.triple.subject, new.triple.predicate)))
+        exact = alive(w.by_content(project, new.content))
+    n = engine.config.shortlist
+    ix = engine.indexes
+    cosines = dict(ix.search_vector(vector, n, project=project))
+    ids = [i for i, _ in ix.search_text(new.content, n, project=project)] + list(cosines)
+    candidates = [m for i in dict.fromkeys(ids) if (m := alive(w.get(i))) is not None and m.project == project]
+    # Not found by text search yet: versions waiting for the BM25 commit, and this batch's own.
+    seen = {m.id for m in candidates}
+    mine = token_set(new.content)
+    recent = [m for i in ix.waiting() if i not in seen and (m := alive(w.get(i))) is not None and m.project == project]
+    unseen = [m for m in w.pending(project) if m.id not in seen] + recent
+    unseen = [m for m in dict((m.id, m) for m in unseen).values() if mine & token_set(m.content)]
+    unseen.sort(key=lambda m: -jaccard(mine, token_set(m.content)))
+    for m in unseen[:n]:
+        candidates.append(m)
+        own = w.vector(m.content_hash)
+        if m.id not in cosines and own is not None:
+            cosines[m.id] = float(np.dot(vector, own))
+    return decide(
+        kind=new.kind,
+        content=new.content,
+        key=new.key,
+        slot=slot_of(new.triple.subject, new.triple.predicate) if new.triple else None,
+        triple_object=new.triple.object if new.triple else None,
+        keyed=keyed,
+        slotted=slotted,
+        exact=exact,
+        candidates=candidates,
+        thresholds=engine.config.thresholds,
+        cosines=cosines,
+    )
+
+
+def revise(
+    engine: Engine, memory_id: int, content: str, *, reason: str, actor: str, changes: dict[str, Any]
+) -> RememberResult:
+    """A new version of a current memory; unchanged fields carry over from it."""
+    reason = validate.content(reason, engine.config, "reason")
+    unknown = set(changes) - set(NewMemory.__struct_fields__)
+    if unknown:
+        raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
+    old = engine.get(memory_id)
+    new = _revised(engine, old, content, changes)
+    content_hash = sha256(new.content)
+    vector, stored = engine.vector_for(new.content, content_hash)
+
+    def job(w: Write) -> RememberResult:
+        current = w.get(old.id)
+        if current is None:
+            raise ValidationError(f"memory {memory_id} is not the current version any more; revise the latest")
+        w.embedding(content_hash, vector, stored=stored)
+        version = w.insert(new, content_hash=content_hash, replaces=current)
+        sim = round(jaccard(token_set(new.content), token_set(current.content)), 4)
+        w.supersede(current, version, reason, sim)
+        w.audit([AuditEntry.of(current, "supersede", actor, w.now, reason, by=version.id, similarity=sim)])
+        return RememberResult(outcome="superseded", memory=version, superseded_id=current.id, reason=reason,
+                              similarity=sim)  # fmt: skip
+
+    return engine.run(job)
+
+
+def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str, Any]) -> NewMemory:
+    if not old.is_latest or old.status != "active":
+        raise ValidationError(f"memory {old.id} is {old.status}, not the current version; revise the latest")
+    base = {f: getattr(old, f) for f in NewMemory.__struct_fields__ if hasattr(old, f)}
+    base.update(source_ids=list(old.source_ids), confidence=None, valid_from=None, expires_at=old.expires_at)
+    base.update(changes, content=content)
+    now = engine.clock()
+    if "expires_at" not in changes and old.expires_at is not None and old.expires_at <= now:
+        base["expires_at"] = None  # the old version's TTL has lapsed: the new one starts without it
+    return validate.new_memory(NewMemory(**base), engine.config, now)
+
+
+def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
+    """Raw observations or events in one unit: all or nothing. They never supersede or reinforce."""
+    now = engine.clock()
+    checked = []
+    for n, item in enumerate(items):
+        try:
+            new = validate.new_memory(item, engine.config, now)
+        except ValidationError as exc:
+            raise ValidationError(f"observation {n}: {exc}") from None
+        if new.kind not in NEVER_SUPERSEDED:
+            raise ValidationError(f"observation {n}: kind must be observation or event, not {new.kind!r}")
+        checked.append(new)
+    hashes = [sha256(m.content) for m in checked]
+    known = engine.store.vectors(hashes, engine.model)
+    todo = {h: m.content for h, m in zip(hashes, checked, strict=True) if h not in known}
+    fresh = dict(zip(todo, engine.embed(list(todo.values())), strict=True)) if todo else {}
+
+    def job(w: Write) -> list[MemoryVersion]:
+        created = []
+        for new, content_hash in zip(checked, hashes, strict=True):
+            if content_hash in fresh:
+                w.embedding(content_hash, fresh[content_hash])
+            else:
+                w.embedding(content_hash, known[content_hash], stored=True)
+            created.append(w.insert(new, content_hash=content_hash))
+        return created
+
+    return engine.run(job)
