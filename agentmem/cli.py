@@ -12,11 +12,11 @@ from typing import Any
 import msgspec
 
 from agentmem.admission.cli import add_ingest, run_ingest
-from agentmem.errors import AgentMemError, NotFoundError, ValidationError
+from agentmem.errors import AgentMemError, ValidationError
 from agentmem.kinds import KINDS, TIERS
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILURE = 0, AgentMemError.exit_code  # an error exits with its own exit_code
 
 
 def default_data_dir() -> Path:
@@ -211,7 +211,7 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
                 text.append(f"{r.name}: {r.count} ids, {len(r.missing)} missing, {len(r.extra)} extra")
             text.append("consistent" if report.ok else "INCONSISTENT")
             _out(args, {"ok": report.ok, **msgspec.structs.asdict(report)}, "\n".join(text))
-            return EXIT_OK if report.ok else EXIT_ERROR
+            return EXIT_OK if report.ok else EXIT_FAILURE
         elif cmd == "export":
             out = sys.stdout.buffer if args.file == "-" else open(args.file, "wb")
             try:
@@ -303,7 +303,7 @@ def _open_real(path: Path) -> Any:
 def main(
     argv: Sequence[str] | None = None, *, open_memory: Callable[[Path], Any] | None = None, extra: Extra | None = None
 ) -> int:
-    """Run one command; returns the exit code (2 bad input, 3 not found, 1 other failures).
+    """Run one command; returns 0, or the exit code of the error it met (2 bad input, 3 not found, 1 others).
 
     `extra` adds subcommands (the service adds `serve` this way, so this module never imports it).
     With --url (or AGENTMEM_URL) the commands go to a running service instead of the data directory.
@@ -330,15 +330,9 @@ def main(
                 url, token = args.url, args.token
                 open_memory = lambda _path: Client(url, token=token)  # noqa: E731
         return _run(args, open_memory)
-    except NotFoundError as exc:
-        print(f"agentmem: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except ValidationError as exc:
-        print(f"agentmem: invalid input: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except AgentMemError as exc:
-        print(f"agentmem: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        print(f"agentmem: {exc.label}: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 def entry() -> None:
