@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 
@@ -160,6 +160,14 @@ def _hits_text(hits: list[Hit]) -> str:
     return "\n".join(f"{h.score:.4f}  {_line(h.memory)}" for h in hits)
 
 
+def _open(path: str, mode: str) -> IO[Any]:
+    """A file named on the command line; one that cannot be opened is bad input."""
+    try:
+        return open(path, mode)
+    except OSError as exc:
+        raise ValidationError(f"cannot open {path}: {(exc.strerror or str(exc)).lower()}") from None
+
+
 def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
     data_dir = args.data_dir or default_data_dir()
     with open_memory(data_dir) as mem:
@@ -213,7 +221,7 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
             _out(args, {"ok": report.ok, **msgspec.structs.asdict(report)}, "\n".join(text))
             return EXIT_OK if report.ok else EXIT_FAILURE
         elif cmd == "export":
-            out = sys.stdout.buffer if args.file == "-" else open(args.file, "wb")
+            out = sys.stdout.buffer if args.file == "-" else _open(args.file, "wb")
             try:
                 n = sum(1 for line in mem.export_lines() if out.write(line) is not None)
             finally:
@@ -224,11 +232,8 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
             if args.file == "-":
                 n = mem.import_lines(sys.stdin.buffer)
             else:
-                try:
-                    with open(args.file, "rb") as f:
-                        n = mem.import_lines(f)
-                except FileNotFoundError:
-                    raise ValidationError(f"no such file: {args.file}") from None
+                with _open(args.file, "rb") as f:
+                    n = mem.import_lines(f)
             _out(args, {"imported": n}, f"imported {n} versions")
         elif cmd == "ingest":
             run_ingest(args, mem, _out)

@@ -70,6 +70,8 @@ def test_export_import_round_trip(run, tmp_path: Path, capsys) -> None:  # type:
         (["get", "77"], 3, "no memory with id 77"),
         (["history", "77"], 3, "no memory with id 77"),
         (["import", "/nonexistent/file.jsonl"], 2, "no such file"),
+        (["import", "/"], 2, "is a directory"),
+        (["export", "/nonexistent/dir/dump.jsonl"], 2, "no such file"),
     ],
 )
 def test_bad_input_exits_non_zero_with_a_message(run, argv, code, message) -> None:  # type: ignore[no-untyped-def]
