@@ -322,9 +322,9 @@ def main(
         if args.command == "compact":
             if args.url:
                 raise ValidationError("compact works on a data directory, offline: stop the server and drop --url")
-            from agentmem.store import compact
+            from agentmem.memory import Memory
 
-            before, after = compact((args.data_dir or default_data_dir()) / "agentmem.duckdb")
+            before, after = Memory.compact(args.data_dir or default_data_dir())
             _out(args, {"before": before, "after": after}, f"compacted: {before} -> {after} bytes")
             return EXIT_OK
         if open_memory is None:

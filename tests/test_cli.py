@@ -113,6 +113,16 @@ def test_lifecycle_commands(run, data_dir: Path) -> None:  # type: ignore[no-unt
         run("delete", "--id", "1")  # --reason is required
 
 
+def test_compact_finds_the_database_where_memory_puts_it(run, data_dir: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import agentmem.memory
+
+    monkeypatch.setattr(agentmem.memory, "DB_FILE", "renamed.duckdb")  # the CLI knows no file name of its own
+    run("remember", "The wiki moved to Notion", "--project", "p")
+    code, out, err = run("compact")
+    assert code == 0 and out.startswith("compacted:"), err
+    assert (data_dir / "renamed.duckdb").exists() and not (data_dir / "agentmem.duckdb").exists()
+
+
 def test_consolidation_commands(run, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
     with Memory(data_dir, embedder=FakeEmbedder()) as mem:
         for session in ("s1", "s2"):
