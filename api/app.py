@@ -15,6 +15,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
+import agentmem
 from agentmem import Memory
 from agentmem.errors import (
     AccessDeniedError,
@@ -179,7 +180,7 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="agentmem",
-            version="0.1.0",
+            version=agentmem.__version__,
             description="A versioned memory service for AI agents. Send `Authorization: Bearer <token>`.",
             path="/docs",
             render_plugins=[SwaggerRenderPlugin(path="/"), JsonRenderPlugin(path="/openapi.json")],
