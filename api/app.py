@@ -55,7 +55,7 @@ def _validation_error(_: Request, exc: ValidationException) -> Response[ErrorRep
     message = exc.detail
     if details:
         message = f"{exc.detail}: " + "; ".join(f"{d.get('key', '')}: {d.get('message', '')}" for d in details)
-    return _error(400, "invalid_input", message, details)
+    return _error(ValidationError.status, ValidationError.code, message, details)
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]

@@ -297,7 +297,8 @@ def _on_agentmem(request: Request, exc: AgentMemError) -> Response[str]:  # type
 def http_error(request: Request, exc: HTTPException) -> Response[str]:  # type: ignore[type-arg]
     """An HTTP error as a viewer page (the app's handler sends /ui paths no route matched here too)."""
     if isinstance(exc, ValidationException):
-        return _error_page(request, 400, f"{exc.detail}: check the query parameters", ValidationError.label)
+        message = f"{exc.detail}: check the query parameters"
+        return _error_page(request, ValidationError.status, message, ValidationError.label)
     message = {404: "no such page", 405: "this page does not take that method"}.get(exc.status_code, exc.detail)
     return _error_page(
         request,
