@@ -7,16 +7,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 
 from agentmem.admission.cli import add_ingest, run_ingest
-from agentmem.errors import AgentMemError, NotFoundError, ValidationError
+from agentmem.errors import AgentMemError, ValidationError
 from agentmem.kinds import KINDS, TIERS
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILURE = 0, AgentMemError.exit_code  # an error exits with its own exit_code
 
 
 def default_data_dir() -> Path:
@@ -160,6 +160,14 @@ def _hits_text(hits: list[Hit]) -> str:
     return "\n".join(f"{h.score:.4f}  {_line(h.memory)}" for h in hits)
 
 
+def _open(path: str, mode: str) -> IO[Any]:
+    """A file named on the command line; one that cannot be opened is bad input."""
+    try:
+        return open(path, mode)
+    except OSError as exc:
+        raise ValidationError(f"cannot open {path}: {(exc.strerror or str(exc)).lower()}") from None
+
+
 def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
     data_dir = args.data_dir or default_data_dir()
     with open_memory(data_dir) as mem:
@@ -211,9 +219,9 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
                 text.append(f"{r.name}: {r.count} ids, {len(r.missing)} missing, {len(r.extra)} extra")
             text.append("consistent" if report.ok else "INCONSISTENT")
             _out(args, {"ok": report.ok, **msgspec.structs.asdict(report)}, "\n".join(text))
-            return EXIT_OK if report.ok else EXIT_ERROR
+            return EXIT_OK if report.ok else EXIT_FAILURE
         elif cmd == "export":
-            out = sys.stdout.buffer if args.file == "-" else open(args.file, "wb")
+            out = sys.stdout.buffer if args.file == "-" else _open(args.file, "wb")
             try:
                 n = sum(1 for line in mem.export_lines() if out.write(line) is not None)
             finally:
@@ -224,11 +232,8 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
             if args.file == "-":
                 n = mem.import_lines(sys.stdin.buffer)
             else:
-                try:
-                    with open(args.file, "rb") as f:
-                        n = mem.import_lines(f)
-                except FileNotFoundError:
-                    raise ValidationError(f"no such file: {args.file}") from None
+                with _open(args.file, "rb") as f:
+                    n = mem.import_lines(f)
             _out(args, {"imported": n}, f"imported {n} versions")
         elif cmd == "ingest":
             run_ingest(args, mem, _out)
@@ -303,7 +308,7 @@ def _open_real(path: Path) -> Any:
 def main(
     argv: Sequence[str] | None = None, *, open_memory: Callable[[Path], Any] | None = None, extra: Extra | None = None
 ) -> int:
-    """Run one command; returns the exit code (2 bad input, 3 not found, 1 other failures).
+    """Run one command; returns 0, or the exit code of the error it met (2 bad input, 3 not found, 1 others).
 
     `extra` adds subcommands (the service adds `serve` this way, so this module never imports it).
     With --url (or AGENTMEM_URL) the commands go to a running service instead of the data directory.
@@ -317,9 +322,9 @@ def main(
         if args.command == "compact":
             if args.url:
                 raise ValidationError("compact works on a data directory, offline: stop the server and drop --url")
-            from agentmem.store import compact
+            from agentmem.memory import Memory
 
-            before, after = compact((args.data_dir or default_data_dir()) / "agentmem.duckdb")
+            before, after = Memory.compact(args.data_dir or default_data_dir())
             _out(args, {"before": before, "after": after}, f"compacted: {before} -> {after} bytes")
             return EXIT_OK
         if open_memory is None:
@@ -330,15 +335,9 @@ def main(
                 url, token = args.url, args.token
                 open_memory = lambda _path: Client(url, token=token)  # noqa: E731
         return _run(args, open_memory)
-    except NotFoundError as exc:
-        print(f"agentmem: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except ValidationError as exc:
-        print(f"agentmem: invalid input: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except AgentMemError as exc:
-        print(f"agentmem: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        print(f"agentmem: {exc.label}: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 def entry() -> None:

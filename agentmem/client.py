@@ -21,31 +21,13 @@ from agentmem.admission.conversation import load as load_conversation
 from agentmem.admission.scan import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.consolidate import ConsolidationReport, EpisodeResult, Provenance
-from agentmem.errors import (
-    AccessDeniedError,
-    AgentMemError,
-    ConflictError,
-    IndexUnavailableError,
-    NotFoundError,
-    ServiceUnavailableError,
-    ValidationError,
-)
+from agentmem.errors import ServiceUnavailableError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Stats
 from agentmem.retention import Retention
 from indexes.sync import Consistency
 
 T = TypeVar("T")
-
-_ERRORS: dict[int, type[AgentMemError]] = {
-    400: ValidationError,
-    401: AccessDeniedError,
-    403: AccessDeniedError,
-    404: NotFoundError,
-    409: ConflictError,
-    413: ValidationError,
-    503: IndexUnavailableError,
-}
 
 
 class _Hits(msgspec.Struct):
@@ -90,11 +72,11 @@ class Client:
             raise ServiceUnavailableError(f"agentmem service at {self._http.base_url} is unreachable: {exc}") from exc
         if r.status_code >= 400:
             try:
-                message = r.json()["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = r.text[:500] or r.reason_phrase
-            cls = _ERRORS.get(r.status_code, ServiceUnavailableError if r.status_code >= 500 else AgentMemError)
-            raise cls(f"{r.status_code}: {message}")
+                error = r.json()["error"]
+                message, code = error["message"], error.get("code")
+            except (ValueError, KeyError, TypeError, AttributeError):
+                message, code = r.text[:500] or r.reason_phrase, None
+            raise for_reply(r.status_code, code)(f"{r.status_code}: {message}")
         if reply is None:
             return r.json()
         return msgspec.json.decode(r.content, type=reply)

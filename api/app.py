@@ -15,13 +15,14 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
+import agentmem
 from agentmem import Memory
 from agentmem.errors import (
+    AccessDeniedError,
     AgentMemError,
     ConflictError,
-    IndexUnavailableError,
     NotFoundError,
-    StoreError,
+    ServiceUnavailableError,
     ValidationError,
 )
 from api import metrics, viewer
@@ -33,15 +34,11 @@ from api.settings import Settings
 
 log = logging.getLogger("agentmem")
 
-STATUS: dict[type[AgentMemError], int] = {
-    ValidationError: 400,
-    NotFoundError: 404,
-    ConflictError: 409,
-    IndexUnavailableError: 503,
-    StoreError: 503,
+# Litestar's own refusals carry the code of the agentmem error they stand for, or a name of their own.
+STANDS_FOR = (ValidationError, AccessDeniedError, NotFoundError, ConflictError, ServiceUnavailableError)
+HTTP_CODES = {401: "unauthorized", 405: "method_not_allowed", 413: "too_large", 429: "too_many_requests"} | {
+    e.status: e.code for e in STANDS_FOR
 }
-HTTP_CODES = {400: "invalid_input", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-              409: "conflict", 413: "too_large", 429: "too_many_requests", 503: "unavailable"}  # fmt: skip
 
 
 def _error(status: int, code: str, message: str, details: list[dict[str, str]] | None = None) -> Response[ErrorReply]:
@@ -49,8 +46,7 @@ def _error(status: int, code: str, message: str, details: list[dict[str, str]] |
 
 
 def _agentmem_error(_: Request, exc: AgentMemError) -> Response[ErrorReply]:  # type: ignore[type-arg]
-    status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
-    return _error(status, exc.code, str(exc))
+    return _error(exc.status, exc.code, str(exc))
 
 
 def _validation_error(_: Request, exc: ValidationException) -> Response[ErrorReply]:  # type: ignore[type-arg]
@@ -59,7 +55,7 @@ def _validation_error(_: Request, exc: ValidationException) -> Response[ErrorRep
     message = exc.detail
     if details:
         message = f"{exc.detail}: " + "; ".join(f"{d.get('key', '')}: {d.get('message', '')}" for d in details)
-    return _error(400, "invalid_input", message, details)
+    return _error(ValidationError.status, ValidationError.code, message, details)
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
@@ -184,7 +180,7 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="agentmem",
-            version="0.1.0",
+            version=agentmem.__version__,
             description="A versioned memory service for AI agents. Send `Authorization: Bearer <token>`.",
             path="/docs",
             render_plugins=[SwaggerRenderPlugin(path="/"), JsonRenderPlugin(path="/openapi.json")],

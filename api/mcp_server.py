@@ -13,14 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from agentmem.errors import (
-    AccessDeniedError,
-    AgentMemError,
-    NotFoundError,
-    ServiceUnavailableError,
-    StoreLockedError,
-    ValidationError,
-)
+from agentmem.errors import AgentMemError, ServiceUnavailableError, StoreLockedError, ValidationError
 from agentmem.records import NewMemory
 from api.mcp_backend import McpSettings, Scoped, memory_view
 
@@ -51,8 +44,7 @@ def _fail(exc: AgentMemError, settings: McpSettings) -> Exception:
         return ToolError(f"{exc}. Is `agentmem serve` running there? (AGENTMEM_URL={settings.url})")
     if isinstance(exc, StoreLockedError):
         return ToolError(f"{exc}. Another process owns the data directory: set AGENTMEM_URL to use its service.")
-    prefix = {ValidationError: "invalid input", NotFoundError: "not found", AccessDeniedError: "not allowed"}
-    return ToolError(f"{next((p for c, p in prefix.items() if isinstance(exc, c)), 'agentmem error')}: {exc}")
+    return ToolError(f"{exc.label}: {exc}")
 
 
 def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
@@ -227,7 +219,8 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
 
     def parse_id(memory_id: str) -> int:
         if not memory_id.isdigit() or int(memory_id) < 1:
-            raise ResourceError(f"invalid input: memory id must be a positive whole number, not {memory_id!r}")
+            message = f"memory id must be a positive whole number, not {memory_id!r}"
+            raise ResourceError(f"{ValidationError.label}: {message}")
         return int(memory_id)
 
     @server.resource("agentmem://memories/{memory_id}", mime_type="application/json")

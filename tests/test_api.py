@@ -134,7 +134,7 @@ def test_export_import_over_http(client: TestClient, tmp_path, embedder) -> None
             assert r.status_code == 403
 
 
-def test_online_rebuild(client: TestClient) -> None:  # type: ignore[type-arg]
+def test_online_rebuild_is_audited_as_its_token(client: TestClient) -> None:  # type: ignore[type-arg]
     import time
 
     for i in range(5):
@@ -149,6 +149,8 @@ def test_online_rebuild(client: TestClient) -> None:  # type: ignore[type-arg]
         time.sleep(0.05)
     assert status["state"] == "done", status
     assert client.get("/ready").json()["ready"] is True
+    audit = client.get("/v1/audit", params={"action": "rebuild"}, headers=auth("admin")).json()["items"]
+    assert [(e["action"], e["actor"]) for e in audit] == [("rebuild", "a")]  # the admin token's name, not "local"
     assert client.post("/v1/recall", json={"query": "rebuild fact shard"}, headers=auth("read")).json()["hits"]
 
 

@@ -70,6 +70,8 @@ def test_export_import_round_trip(run, tmp_path: Path, capsys) -> None:  # type:
         (["get", "77"], 3, "no memory with id 77"),
         (["history", "77"], 3, "no memory with id 77"),
         (["import", "/nonexistent/file.jsonl"], 2, "no such file"),
+        (["import", "/"], 2, "is a directory"),
+        (["export", "/nonexistent/dir/dump.jsonl"], 2, "no such file"),
     ],
 )
 def test_bad_input_exits_non_zero_with_a_message(run, argv, code, message) -> None:  # type: ignore[no-untyped-def]
@@ -109,6 +111,16 @@ def test_lifecycle_commands(run, data_dir: Path) -> None:  # type: ignore[no-unt
     assert code == 0 and out.startswith("compacted:")
     with pytest.raises(SystemExit):
         run("delete", "--id", "1")  # --reason is required
+
+
+def test_compact_finds_the_database_where_memory_puts_it(run, data_dir: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import agentmem.memory
+
+    monkeypatch.setattr(agentmem.memory, "DB_FILE", "renamed.duckdb")  # the CLI knows no file name of its own
+    run("remember", "The wiki moved to Notion", "--project", "p")
+    code, out, err = run("compact")
+    assert code == 0 and out.startswith("compacted:"), err
+    assert (data_dir / "renamed.duckdb").exists() and not (data_dir / "agentmem.duckdb").exists()
 
 
 def test_consolidation_commands(run, data_dir: Path) -> None:  # type: ignore[no-untyped-def]

@@ -1,16 +1,19 @@
 """Property-based tests (Hypothesis) on the core's inputs: any input is stored, or refused with
-ValidationError and nothing written; the store and both indexes stay consistent throughout."""
+ValidationError and nothing written; a delete erases exactly what it names; the store and both
+indexes stay consistent throughout."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agentmem import Memory, NewMemory, ValidationError
+from agentmem import Memory, MemoryVersion, NewMemory, ValidationError
 from agentmem.text import identity, jaccard, normalise, tokens
 from fakes import FakeEmbedder
 
@@ -85,21 +88,75 @@ def test_text_helpers_are_total(a: str, b: str) -> None:
     assert normalise(normalise(a)) == normalise(a)
 
 
-@SETTINGS
+def made_up(n: int, part: str) -> str:
+    """Five made-up words no other memory of the run shares, so nothing reinforces or supersedes by chance."""
+    digest = hashlib.blake2b(f"{n}:{part}".encode(), digest_size=20).digest()
+    return " ".join("".join(chr(97 + b % 26) for b in digest[i : i + 4]) for i in range(0, 20, 4))
+
+
+@pytest.fixture(scope="module")
+def erasable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Memory, Iterator[list[MemoryVersion]]]]:
+    """A store of its own (the deletes are real), and unused pairs of memories from it, written 50
+    pairs to a transaction: a write costs an index commit, the slow part of an example."""
+    m = Memory(Path(tmp_path_factory.mktemp("erase")) / "d", embedder=FakeEmbedder())
+
+    def pairs() -> Iterator[list[MemoryVersion]]:
+        for batch in itertools.count():
+            made = m.observe([NewMemory(content=made_up(n, part), project="gone", kind="observation")
+                              for n in range(batch * 50, batch * 50 + 50) for part in ("old", "kept")])  # fmt: skip
+            yield from (made[i : i + 2] for i in range(0, len(made), 2))
+
+    yield m, pairs()
+    m.close()
+
+
+# Requests that must be refused: ids out of range, ids no memory has (the store stays far below 2**40), non-ids.
+bad_ids = st.one_of(st.integers(-(2**64), 0), st.integers(2**40, 2**64), st.booleans(), st.text(max_size=5))
+
+
+@settings(SETTINGS, max_examples=30)
+@example(how="ids", pick="new", noise=[], reason="the user asked", project=None, dry_run=False)
+@example(how="ids", pick="old", noise=[], reason="the user asked", project=None, dry_run=False)
+@example(how="lineages", pick="old", noise=[], reason="the user asked", project=None, dry_run=False)
 @given(
-    ids=st.lists(st.one_of(st.integers(-(2**64), 2**64), st.booleans(), st.text(max_size=5)), max_size=3),
-    reason=st.one_of(st.none(), edgy_text),
-    project=st.one_of(st.none(), edgy_text),
+    how=st.sampled_from(["ids", "lineages"]),
+    pick=st.sampled_from(["old", "new"]),
+    noise=st.lists(bad_ids, max_size=2),
+    reason=st.one_of(st.just("the user asked"), st.none(), edgy_text),
+    project=st.one_of(st.none(), st.just("  "), edgy_text),  # blank: no filter
+    dry_run=st.booleans(),
 )
-def test_delete_refuses_bad_requests_without_writing(mem: Memory, ids: list[object], reason: object,
-                                                    project: str | None) -> None:  # fmt: skip
+def test_delete_erases_what_it_names_or_refuses_without_writing(erasable: tuple[Memory, Iterator[list[MemoryVersion]]],
+                                                               how: str, pick: str, noise: list[object], reason: object,
+                                                               project: str | None, dry_run: bool) -> None:  # fmt: skip
+    mem, pairs = erasable
+    first, kept = next(pairs)  # kept: an unrelated memory
+    new = mem.revise(first.id, made_up(first.id, "new"))
+    lineage = [mem.get(first.id), new.memory]  # the old version (superseded now) and the new one
+    named = new.memory if pick == "new" else lineage[0]
     before = mem.stats()
     try:
-        report = mem.delete(ids=ids, reason=reason, project=project, dry_run=True)  # type: ignore[arg-type]
+        report = mem.delete(reason=reason, project=project, dry_run=dry_run, **{how: [named.id, *noise]})  # type: ignore[arg-type]
     except (ValidationError, LookupError):
-        assert mem.stats() == before
-        return
-    assert report.dry_run and mem.stats() == before
+        erased: set[int] = set()
+        assert mem.stats() == before  # refused: nothing written
+    else:
+        erased = {v.id for v in lineage} if how == "lineages" else {named.id}
+        assert report.dry_run == dry_run and report.ids == sorted(erased)
+        if dry_run:
+            erased = set()
+            assert mem.stats() == before
+    for v in [*lineage, kept]:
+        got = mem.get(v.id)
+        assert (got.status, got.content) == (("deleted", "") if v.id in erased else (v.status, v.content))
+        hits = mem.recall(v.content, project="gone", k=10)
+        assert not erased & {h.memory.id for h in hits}
+        if v.id in erased:
+            assert v.content not in {h.memory.content for h in hits}
+    assert mem.recall(kept.content, project="gone", k=1)[0].memory.id == kept.id  # unrelated memories survive
+    if new.memory.id not in erased:
+        assert mem.recall(new.memory.content, project="gone", k=1)[0].memory.id == new.memory.id
+    assert mem.check().ok  # both indexes hold exactly the latest active ids
 
 
 @SETTINGS

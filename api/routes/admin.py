@@ -68,7 +68,7 @@ def start_rebuild(who: Who, mem: Mem, state: State) -> RebuildStatus:
 
     def run() -> None:
         try:
-            report = mem.rebuild()
+            report = mem.rebuild(actor=who.name)
             final = "done" if report.ok else "failed"
             message = f"{report.expected} memories indexed" if report.ok else "inconsistent after rebuild"
         except Exception as exc:  # reported through GET /v1/rebuild, and logged

@@ -19,7 +19,7 @@ from litestar.params import FromPath, FromQuery, Parameter
 from litestar.response import Redirect
 
 from agentmem import Memory, NewMemory
-from agentmem.errors import AgentMemError, ConflictError, NotFoundError, ValidationError
+from agentmem.errors import AgentMemError, NotFoundError, ValidationError, for_reply
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention, retention
@@ -38,7 +38,6 @@ HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-STATUS = {ValidationError: 400, NotFoundError: 404, ConflictError: 409}
 Text = FromQuery[str | None]
 
 
@@ -282,34 +281,38 @@ async def restore(request: Request, memory_id: FromPath[int]) -> Response[Any]: 
 # -- errors: an HTML page with the right status, never a stack trace --------------------
 
 
-def _error_page(request: Request, status: int, message: str) -> Response[str]:  # type: ignore[type-arg]
+def _error_page(request: Request, status: int, message: str, label: str) -> Response[str]:  # type: ignore[type-arg]
     if status == 401:
         path = request.url.path if request.method == "GET" else "/ui/"
         gone = [Cookie(key=COOKIE, value="", path="/ui", max_age=0)] if request.cookies.get(COOKIE) else []
         return html(page("Sign in", pages.login(message, next_path=_next(path))), 401, cookies=gone)
-    title = {
-        400: "Invalid input",
-        403: "Not allowed",
-        404: "Not found",
-        405: "Method not allowed",
-        409: "Conflict",
-    }.get(status, "Error")
-    return html(page(title, pages.error(status, message, signed_in=True)), status)
+    return html(page(label.capitalize(), pages.error(status, message, signed_in=True)), status)
 
 
 def _on_agentmem(request: Request, exc: AgentMemError) -> Response[str]:  # type: ignore[type-arg]
-    status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 503)
-    return _error_page(request, status, str(exc))
+    """The status and title the error carries: the same status the API answers with."""
+    return _error_page(request, exc.status, str(exc), exc.label)
 
 
 def http_error(request: Request, exc: HTTPException) -> Response[str]:  # type: ignore[type-arg]
     """An HTTP error as a viewer page (the app's handler sends /ui paths no route matched here too)."""
     if isinstance(exc, ValidationException):
-        return _error_page(request, 400, f"{exc.detail}: check the query parameters")
+        message = f"{exc.detail}: check the query parameters"
+        return _error_page(request, ValidationError.status, message, ValidationError.label)
     message = {404: "no such page", 405: "this page does not take that method"}.get(exc.status_code, exc.detail)
     return _error_page(
-        request, exc.status_code, exc.detail if exc.detail not in ("Not Found", "Method Not Allowed") else message
+        request,
+        exc.status_code,
+        exc.detail if exc.detail not in ("Not Found", "Method Not Allowed") else message,
+        _label(exc.status_code),
     )
+
+
+def _label(status: int) -> str:
+    """The title of one of Litestar's own refusals: the label of the agentmem error it stands for."""
+    if status == 405:
+        return "method not allowed"
+    return for_reply(status).label if status < 500 else AgentMemError.label
 
 
 def owns(path: str) -> bool:
@@ -319,7 +322,7 @@ def owns(path: str) -> bool:
 
 def _on_other(request: Request, exc: Exception) -> Response[str]:  # type: ignore[type-arg]
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return _error_page(request, 500, "internal error: the request was not completed; see the server log")
+    return _error_page(request, 500, "internal error: the request was not completed; see the server log", "error")
 
 
 router = Router(
