@@ -2,6 +2,8 @@
 
 from agentmem.audit import AuditEntry
 from agentmem.config import Config
+from agentmem.context import Context
+from agentmem.contract import MemoryAPI
 from agentmem.errors import (
     AgentMemError,
     ConflictError,
@@ -25,12 +27,14 @@ __all__ = [
     "AuditEntry",
     "Config",
     "ConflictError",
+    "Context",
     "DeleteReport",
     "Hit",
     "IndexUnavailableError",
     "KindSpec",
     "Link",
     "Memory",
+    "MemoryAPI",
     "MemoryVersion",
     "NearDuplicate",
     "NewMemory",

@@ -6,12 +6,15 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 
 from agentmem.admission.cli import add_ingest, run_ingest
+from agentmem.consolidate import PASSES
+from agentmem.contract import MemoryAPI
 from agentmem.errors import AgentMemError, ValidationError
 from agentmem.kinds import KINDS, TIERS
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
@@ -28,6 +31,7 @@ def default_data_dir() -> Path:
 
 
 Extra = Callable[[Any], dict[str, Callable[[argparse.Namespace], int]]]
+Opener = Callable[[Path], MemoryAPI]
 
 
 def _parser() -> tuple[argparse.ArgumentParser, Any]:
@@ -168,9 +172,9 @@ def _open(path: str, mode: str) -> IO[Any]:
         raise ValidationError(f"cannot open {path}: {(exc.strerror or str(exc)).lower()}") from None
 
 
-def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
+def _run(args: argparse.Namespace, open_memory: Opener) -> int:
     data_dir = args.data_dir or default_data_dir()
-    with open_memory(data_dir) as mem:
+    with closing(open_memory(data_dir)) as mem:
         cmd = args.command
         if cmd == "remember":
             item = NewMemory(
@@ -242,7 +246,7 @@ def _run(args: argparse.Namespace, open_memory: Callable[[Path], Any]) -> int:
     return EXIT_OK
 
 
-def _lifecycle(args: argparse.Namespace, mem: Any) -> None:
+def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
     cmd = args.command
     if cmd == "sweep":
         r = mem.sweep(dry_run=args.dry_run, limit=args.limit, projects=args.project, threshold=args.threshold)
@@ -263,26 +267,26 @@ def _lifecycle(args: argparse.Namespace, mem: Any) -> None:
         m = mem.pin(args.id, not args.off)
         _out(args, m, f"{'pinned' if m.pinned else 'unpinned'} {_line(m)}")
     elif cmd == "retention":
-        r = mem.retention(args.id)
-        _out(args, r, f"#{r.id} {r.tier} (retention {r.score}, confidence now {r.effective_confidence}, "
-                      f"decay {r.decay}, access {r.access}{', pinned' if r.pinned else ''}"
-                      f"{', expired' if r.expired else ''})")  # fmt: skip
+        t = mem.retention(args.id)
+        _out(args, t, f"#{t.id} {t.tier} (retention {t.score}, confidence now {t.effective_confidence}, "
+                      f"decay {t.decay}, access {t.access}{', pinned' if t.pinned else ''}"
+                      f"{', expired' if t.expired else ''})")  # fmt: skip
     elif cmd == "delete":
         how = {k: getattr(args, k) for k in ("ids", "lineages", "project", "kinds", "created_from", "created_to")}
-        r = mem.delete(reason=args.reason, dry_run=args.dry_run, **how)
-        verb = "would delete" if r.dry_run else "deleted"
-        _out(args, r, f"{verb} {r.versions} versions in {r.lineages} lineages: {r.ids}")
+        d = mem.delete(reason=args.reason, dry_run=args.dry_run, **how)
+        verb = "would delete" if d.dry_run else "deleted"
+        _out(args, d, f"{verb} {d.versions} versions in {d.lineages} lineages: {d.ids}")
     elif cmd == "end-session":
         e = mem.end_session(args.session, project=args.project)
         _out(args, e, f"{e.outcome}: {_line(e.memory)}" if e.memory else e.outcome)
     elif cmd == "consolidate":
-        reports = mem.consolidate(args.project, passes=args.passes or ("episodic", "semantic", "procedural"))
+        reports = mem.consolidate(args.project, passes=args.passes or PASSES)
         text = []
-        for r in reports:
+        for report in reports:
             for name in ("episodic", "semantic", "procedural"):
-                c = getattr(r, name)
+                c = getattr(report, name)
                 archived = f", {c.children_archived} children archived" if c.children_archived else ""
-                text.append(f"{r.project} {name}: {c.created} created, {c.reinforced} reinforced, "
+                text.append(f"{report.project} {name}: {c.created} created, {c.reinforced} reinforced, "
                             f"{c.unchanged} unchanged, {c.skipped} skipped, {c.failed} failed{archived}")  # fmt: skip
         _out(args, reports, "\n".join(text) or "nothing to consolidate")
     elif cmd == "provenance":
@@ -298,15 +302,25 @@ def _lifecycle(args: argparse.Namespace, mem: Any) -> None:
         _out(args, entries, "\n".join(text) or "no audit entries")
 
 
-def _open_real(path: Path) -> Any:
-    from agentmem.memory import Memory
-    from indexes.embed import SentenceTransformerEmbedder
+def _opener(args: argparse.Namespace) -> Opener:
+    """The running service with --url, else the data directory opened in this process."""
+    if args.url:
+        from agentmem.client import Client
 
-    return Memory(path, embedder=SentenceTransformerEmbedder())
+        url, token = args.url, args.token
+        return lambda _path: Client(url, token=token)
+
+    def open_local(path: Path) -> MemoryAPI:
+        from agentmem.memory import Memory
+        from indexes.embed import SentenceTransformerEmbedder
+
+        return Memory(path, embedder=SentenceTransformerEmbedder())
+
+    return open_local
 
 
 def main(
-    argv: Sequence[str] | None = None, *, open_memory: Callable[[Path], Any] | None = None, extra: Extra | None = None
+    argv: Sequence[str] | None = None, *, open_memory: Opener | None = None, extra: Extra | None = None
 ) -> int:
     """Run one command; returns 0, or the exit code of the error it met (2 bad input, 3 not found, 1 others).
 
@@ -327,14 +341,7 @@ def main(
             before, after = Memory.compact(args.data_dir or default_data_dir())
             _out(args, {"before": before, "after": after}, f"compacted: {before} -> {after} bytes")
             return EXIT_OK
-        if open_memory is None:
-            open_memory = _open_real
-            if args.url:
-                from agentmem.client import Client
-
-                url, token = args.url, args.token
-                open_memory = lambda _path: Client(url, token=token)  # noqa: E731
-        return _run(args, open_memory)
+        return _run(args, open_memory or _opener(args))
     except AgentMemError as exc:
         print(f"agentmem: {exc.label}: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -1,4 +1,4 @@
-"""A small typed client for the agentmem HTTP service; it mirrors the Memory methods.
+"""A small typed client for the agentmem HTTP service: a `MemoryAPI`, like `agentmem.Memory`.
 
 >>> with Client("http://127.0.0.1:8420", token="...") as c:      # doctest: +SKIP
 ...     c.remember(NewMemory(content="We use Postgres", project="shop")).outcome
@@ -20,18 +20,34 @@ import msgspec
 from agentmem.admission.conversation import load as load_conversation
 from agentmem.admission.scan import ScanReport
 from agentmem.audit import AuditEntry
-from agentmem.consolidate import ConsolidationReport, EpisodeResult, Provenance
-from agentmem.errors import ServiceUnavailableError, for_reply
+from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
+from agentmem.context import Context
+from agentmem.errors import ServiceUnavailableError, ValidationError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Stats
 from agentmem.retention import Retention
+from agentmem.validate import as_new_memory
 from indexes.sync import Consistency
 
 T = TypeVar("T")
+Params = list[tuple[str, str | int | float | bool | None]]
+
+
+# NewMemory fields an observation carries over HTTP, by their name in /v1/observations
+_OBSERVED = {"content": "content", "project": "project", "agent": "agent", "session": "session", "kind": "kind",
+             "tier": "tier", "title": "tool", "source": "source", "source_ref": "source_ref", "valid_from": "at",
+             "salience": "salience"}  # fmt: skip
+_BLANK = msgspec.to_builtins(NewMemory(content=""))
+# options with no meaning over HTTP: the service names the token as actor; one request shows no progress
+_LOCAL_ONLY = frozenset({"actor", "progress"})
 
 
 class _Hits(msgspec.Struct):
     hits: list[Hit]
+
+
+class _Observed(msgspec.Struct):
+    memories: list[MemoryVersion]
 
 
 class _Page(msgspec.Struct):
@@ -50,11 +66,25 @@ class _Rebuild(msgspec.Struct):
 
 
 class Client:
-    """Talks to a running agentmem service; raises the same AgentMemError tree as the core."""
+    """Talks to a running agentmem service; raises the same AgentMemError tree as the core.
 
-    def __init__(self, url: str, *, token: str | None = None, timeout: float | httpx.Timeout = 60.0) -> None:
+    It is a `MemoryAPI` (see agentmem.contract): the same methods and arguments as `Memory`.
+    `actor` is accepted and not sent (the service records the token's name); so is the
+    admission option `progress`. `transport` is for tests (e.g. Litestar's TestClientTransport).
+    """
+
+    poll_seconds = 0.5  # how often rebuild() asks whether the service has finished
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float | httpx.Timeout = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
 
     def __enter__(self) -> Client:
         return self
@@ -85,35 +115,26 @@ class Client:
     def _json(obj: Any) -> dict[str, Any]:
         return msgspec.to_builtins(obj)  # type: ignore[no-any-return]
 
-    # -- the Memory surface ------------------------------------------------
+    # -- writing ------------------------------------------------------------
 
-    def remember(self, item: NewMemory | str | None = None, /, **fields: Any) -> RememberResult:
-        if not isinstance(item, NewMemory):
-            if item is not None:
-                fields["content"] = item
-            item = NewMemory(**fields)
-        body = {k: v for k, v in self._json(item).items() if v is not None and v != []}
+    def remember(
+        self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
+    ) -> RememberResult:
+        new = as_new_memory(item, fields)
+        body = {k: v for k, v in self._json(new).items() if v is not None and v != []}
         return self._call("POST", "/v1/memories", RememberResult, json=body)  # type: ignore[no-any-return]
 
-    def observe(self, observations: Sequence[dict[str, Any]]) -> list[int]:
-        return self._call("POST", "/v1/observations", json={"observations": list(observations)})["ids"]  # type: ignore[no-any-return]
-
-    def get(self, memory_id: int) -> MemoryVersion:
-        return self._call("GET", f"/v1/memories/{int(memory_id)}", MemoryVersion)  # type: ignore[no-any-return]
-
-    def history(self, memory_id: int) -> list[MemoryVersion]:
-        return self._call("GET", f"/v1/memories/{int(memory_id)}/history", list[MemoryVersion])  # type: ignore[no-any-return]
-
-    def revise(self, memory_id: int, content: str, *, reason: str = "explicit", **changes: Any) -> RememberResult:
+    def revise(
+        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
+    ) -> RememberResult:
         body = {"content": content, "reason": reason, **self._json(changes)}
         return self._call("POST", f"/v1/memories/{int(memory_id)}/versions", RememberResult, json=body)  # type: ignore[no-any-return]
 
-    def list_versions(
-        self, *, before_id: int | None = None, limit: int = 50, **filters: Any
-    ) -> tuple[list[MemoryVersion], int | None]:
-        params = {k: v for k, v in {**filters, "cursor": before_id, "limit": limit}.items() if v is not None}
-        page = self._call("GET", "/v1/memories", _Page, params=params)
-        return page.items, page.next_cursor
+    def observe(self, items: Sequence[NewMemory]) -> list[MemoryVersion]:
+        body = {"observations": [_observation(n, m) for n, m in enumerate(items)]}
+        return self._call("POST", "/v1/observations", _Observed, json=body).memories  # type: ignore[no-any-return]
+
+    # -- reading ------------------------------------------------------------
 
     def recall(
         self,
@@ -126,87 +147,75 @@ class Client:
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
     ) -> list[Hit]:
-        body = {"query": query, "k": k, "project": project, "agent": agent, "tiers": list(tiers), "kinds": list(kinds)}
-        if as_of is not None:
-            body["as_of"] = as_of.isoformat() if isinstance(as_of, datetime) else as_of
-        body = {key: v for key, v in body.items() if v is not None}
-        return self._call("POST", "/v1/recall", _Hits, json=body).hits  # type: ignore[no-any-return]
+        body = {"query": query, "k": k, "project": project, "agent": agent, "tiers": list(tiers), "kinds": list(kinds),
+                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of}  # fmt: skip
+        return self._call("POST", "/v1/recall", _Hits, json=_given(body)).hits  # type: ignore[no-any-return]
 
-    def context(self, query: str, **fields: Any) -> dict[str, Any]:
-        return self._call("POST", "/v1/context", json={"query": query, **fields})  # type: ignore[no-any-return]
+    def context(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        max_memories: int = 10,
+        token_budget: int = 1000,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+    ) -> Context:
+        body = {"query": query, "project": project, "max_memories": max_memories, "token_budget": token_budget,
+                "agent": agent, "tiers": list(tiers), "kinds": list(kinds)}  # fmt: skip
+        return self._call("POST", "/v1/context", Context, json=_given(body))  # type: ignore[no-any-return]
 
-    def stats(self) -> Stats:
-        return self._call("GET", "/v1/stats", Stats)  # type: ignore[no-any-return]
+    def get(self, memory_id: int) -> MemoryVersion:
+        return self._call("GET", f"/v1/memories/{int(memory_id)}", MemoryVersion)  # type: ignore[no-any-return]
 
-    def check(self) -> Consistency:
-        return self._call("POST", "/v1/check", Consistency)  # type: ignore[no-any-return]
+    def history(self, memory_id: int) -> list[MemoryVersion]:
+        return self._call("GET", f"/v1/memories/{int(memory_id)}/history", list[MemoryVersion])  # type: ignore[no-any-return]
 
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, poll: float = 0.5) -> Consistency:
-        """Start an online rebuild and wait for it (the service rebuilds both indexes)."""
-        self._call("POST", "/v1/rebuild")
-        while (status := self._call("GET", "/v1/rebuild", _Rebuild)).state == "running":
-            time.sleep(poll)
-        if status.state != "done":
-            raise ServiceUnavailableError(f"rebuild {status.state}: {status.message}")
-        return self.check()
-
-    # -- lifecycle ------------------------------------------------------------
-
-    def retention(self, memory_id: int) -> Retention:
-        return self._call("GET", f"/v1/memories/{int(memory_id)}/retention", Retention)  # type: ignore[no-any-return]
-
-    def sweep(self, **options: Any) -> SweepReport:
-        body = {k: v for k, v in options.items() if v is not None}
-        return self._call("POST", "/v1/sweep", SweepReport, json=body)  # type: ignore[no-any-return]
-
-    def restore(self, memory_id: int, *, ttl_days: float | None = None) -> MemoryVersion:
-        body = {"ttl_days": ttl_days} if ttl_days is not None else {}
-        return self._call("POST", f"/v1/memories/{int(memory_id)}/restore", MemoryVersion, json=body)  # type: ignore[no-any-return]
-
-    def pin(self, memory_id: int, pinned: bool = True) -> MemoryVersion:
-        return self._call("POST", f"/v1/memories/{int(memory_id)}/pin", MemoryVersion, json={"pinned": pinned})  # type: ignore[no-any-return]
-
-    def delete(self, *, reason: str, **how: Any) -> DeleteReport:
-        body = {"reason": reason, **{k: v for k, v in how.items() if v not in (None, [], ())}}
-        return self._call("POST", "/v1/delete", DeleteReport, json=body)  # type: ignore[no-any-return]
-
-    def audit(
+    def list_versions(
         self,
         *,
         projects: Sequence[str] | None = None,
-        actions: Sequence[str] = (),
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        memory_id: int | None = None,
+        kinds: Sequence[str] = (),
+        tiers: Sequence[str] = (),
+        agent: str | None = None,
+        status: str | None = "active",
+        latest_only: bool = True,
         before_id: int | None = None,
         limit: int = 50,
-    ) -> tuple[list[AuditEntry], int | None]:
-        params: list[tuple[str, str | int | float | bool | None]] = [("project", p) for p in projects or ()]
-        params += [("action", a) for a in actions]
-        for name, value in (("since", since), ("until", until), ("memory_id", memory_id), ("cursor", before_id)):
-            if value is not None:
-                params.append((name, value.isoformat() if isinstance(value, datetime) else value))
-        params.append(("limit", limit))
-        page = self._call("GET", "/v1/audit", _AuditPage, params=params)
+    ) -> tuple[list[MemoryVersion], int | None]:
+        if projects is not None and not projects:
+            return [], None  # as in process: no projects, no versions (the service would read "all of mine")
+        params: Params = [("project", p) for p in projects or ()]
+        params += [("kind", k) for k in kinds] + [("tier", t) for t in tiers]
+        params += [(n, v) for n, v in (("agent", agent), ("cursor", before_id)) if v is not None]
+        params += [("status", status or "all"), ("latest_only", latest_only), ("limit", limit)]
+        page = self._call("GET", "/v1/memories", _Page, params=params)
         return page.items, page.next_cursor
-
-    # -- consolidation --------------------------------------------------------
-
-    def end_session(self, session: str, *, project: str | None = None) -> EpisodeResult:
-        path = f"/v1/sessions/{quote(session, safe='')}/end"
-        return self._call("POST", path, EpisodeResult, json={"project": project})  # type: ignore[no-any-return]
-
-    def consolidate(
-        self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = ("episodic", "semantic", "procedural")
-    ) -> list[ConsolidationReport]:
-        body = {"projects": list(projects) if projects else None, "passes": list(passes)}
-        return self._call("POST", "/v1/consolidate", list[ConsolidationReport], json=body)  # type: ignore[no-any-return]
 
     def provenance(self, memory_id: int) -> Provenance:
         return self._call("GET", f"/v1/memories/{int(memory_id)}/provenance", Provenance)  # type: ignore[no-any-return]
 
+    # -- upkeep -------------------------------------------------------------
+
+    def stats(self, projects: Sequence[str] | None = None) -> Stats:
+        params: Params = [("project", p) for p in projects or ()]
+        return self._call("GET", "/v1/stats", Stats, params=params)  # type: ignore[no-any-return]
+
+    def check(self) -> Consistency:
+        return self._call("POST", "/v1/check", Consistency)  # type: ignore[no-any-return]
+
+    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
+        """Start an online rebuild of `which` and wait for it."""
+        self._call("POST", "/v1/rebuild", json={"which": list(which)})
+        while (status := self._call("GET", "/v1/rebuild", _Rebuild)).state == "running":
+            time.sleep(self.poll_seconds)
+        if status.state != "done":
+            raise ServiceUnavailableError(f"rebuild {status.state}: {status.message}")
+        return self.check()
+
     def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
-        params: list[tuple[str, str | int | float | bool | None]] = [("project", p) for p in projects or ()]
+        params: Params = [("project", p) for p in projects or ()]
         with self._http.stream("GET", "/v1/export", params=params) as r:
             if r.status_code >= 400:
                 r.read()
@@ -220,31 +229,86 @@ class Client:
             "imported"
         ]  # type: ignore[no-any-return]
 
+    # -- lifecycle ------------------------------------------------------------
+
+    def retention(self, memory_id: int) -> Retention:
+        return self._call("GET", f"/v1/memories/{int(memory_id)}/retention", Retention)  # type: ignore[no-any-return]
+
+    def sweep(
+        self,
+        *,
+        dry_run: bool = False,
+        limit: int | None = None,
+        projects: Sequence[str] | None = None,
+        threshold: float | None = None,
+        actor: str = "local",
+    ) -> SweepReport:
+        body = {"dry_run": dry_run, "limit": limit, "projects": list(projects) if projects is not None else None,
+                "threshold": threshold}  # fmt: skip
+        return self._call("POST", "/v1/sweep", SweepReport, json=_given(body))  # type: ignore[no-any-return]
+
+    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
+        body = _given({"ttl_days": ttl_days})
+        return self._call("POST", f"/v1/memories/{int(memory_id)}/restore", MemoryVersion, json=body)  # type: ignore[no-any-return]
+
+    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
+        return self._call("POST", f"/v1/memories/{int(memory_id)}/pin", MemoryVersion, json={"pinned": pinned})  # type: ignore[no-any-return]
+
+    def delete(self, *, reason: str, **how: Any) -> DeleteReport:
+        """`how` as in `Memory.delete`; `scope` narrows the token's projects, unknown options are a 400."""
+        how.pop("actor", None)
+        body = {"reason": reason, **{k: v for k, v in self._json(how).items() if v not in (None, [], ())}}
+        return self._call("POST", "/v1/delete", DeleteReport, json=body)  # type: ignore[no-any-return]
+
+    def audit(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        actions: Sequence[str] = (),
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        memory_id: int | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> tuple[list[AuditEntry], int | None]:
+        params: Params = [("project", p) for p in projects or ()]
+        params += [("action", a) for a in actions]
+        for name, value in (("since", since), ("until", until), ("memory_id", memory_id), ("cursor", before_id)):
+            if value is not None:
+                params.append((name, value.isoformat() if isinstance(value, datetime) else value))
+        params.append(("limit", limit))
+        page = self._call("GET", "/v1/audit", _AuditPage, params=params)
+        return page.items, page.next_cursor
+
+    # -- consolidation --------------------------------------------------------
+
+    def consolidate(
+        self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
+    ) -> list[ConsolidationReport]:
+        body = {"projects": list(projects) if projects else None, "passes": list(passes)}
+        return self._call("POST", "/v1/consolidate", list[ConsolidationReport], json=body)  # type: ignore[no-any-return]
+
+    def end_session(self, session: str, *, project: str, actor: str = "local") -> EpisodeResult:
+        path = f"/v1/sessions/{quote(session, safe='')}/end"
+        return self._call("POST", path, EpisodeResult, json={"project": project})  # type: ignore[no-any-return]
+
     # -- admission ------------------------------------------------------------
 
     def ingest_conversation(
-        self,
-        conversation: str | Path | Sequence[Any],
-        *,
-        project: str | None = None,
-        session: str | None = None,
-        include_assistant: bool = False,
-        dry_run: bool = False,
-        agent: str | None = None,
-        use_provider: bool = False,
-        **_local: Any,
+        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
     ) -> ScanReport:
-        """A conversation file (read and parsed here) or its messages, sent to the service's admission policy."""
+        """A conversation file (read and parsed here) or its messages, sent to the service's admission policy.
+        Options as in `Memory.ingest_conversation`: session, include_assistant, dry_run, agent, use_provider."""
+        body = _options("ingest_conversation", options, ("session", "include_assistant", "dry_run", "agent",
+                                                          "use_provider"))  # fmt: skip
         skipped: dict[str, int] = {}
         if isinstance(conversation, str | Path):
             parsed = load_conversation(conversation)
             messages: list[Any] = [msgspec.to_builtins(m) for m in parsed.messages]
-            session, skipped = session or parsed.session, parsed.skipped
+            body["session"], skipped = body.get("session") or parsed.session, parsed.skipped
         else:
             messages = [msgspec.to_builtins(m) for m in conversation]
-        body = {"messages": messages, "project": project, "session": session,
-                "include_assistant": include_assistant, "dry_run": dry_run, "agent": agent,
-                "use_provider": use_provider}  # fmt: skip
+        body |= {"messages": messages, "project": project}
         report = self._call("POST", "/v1/ingest/conversation", ScanReport, json=body)
         if skipped:  # messages this side could not read never reached the service: count them too
             keys: set[str] = set(report.skipped) | set(skipped)
@@ -252,17 +316,16 @@ class Client:
             report = msgspec.structs.replace(report, skipped=dict(sorted(merged.items())))
         return report  # type: ignore[no-any-return]
 
-    def ingest_notes(self, path: str | Path, **options: Any) -> ScanReport:
-        """Notes under `path` on the service's machine (admin token)."""
-        return self._ingest_path("notes", path, options)
+    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
+        """Notes under `path` on the service's machine (admin token). Options: dry_run, agent."""
+        return self._ingest_path("notes", path, project, _options("ingest_notes", options, ("dry_run", "agent")))
 
-    def ingest_code(self, path: str | Path, **options: Any) -> ScanReport:
-        """A source tree under `path` on the service's machine (admin token)."""
-        return self._ingest_path("code", path, options)
+    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
+        """A source tree under `path` on the service's machine (admin token). Options: dry_run, agent."""
+        return self._ingest_path("code", path, project, _options("ingest_code", options, ("dry_run", "agent")))
 
-    def _ingest_path(self, what: str, path: str | Path, options: dict[str, Any]) -> ScanReport:
-        body: dict[str, Any] = {k: options[k] for k in ("project", "dry_run", "agent") if k in options}
-        body["path"] = str(path)
+    def _ingest_path(self, what: str, path: str | Path, project: str | None, body: dict[str, Any]) -> ScanReport:
+        body |= {"path": str(path), "project": project}
         return self._call("POST", f"/v1/ingest/{what}", ScanReport, json=body)  # type: ignore[no-any-return]
 
     def health(self) -> bool:
@@ -270,3 +333,25 @@ class Client:
             return self._http.get("/health").status_code == 200
         except httpx.HTTPError:
             return False
+
+
+def _given(body: dict[str, Any]) -> dict[str, Any]:
+    """The body without the arguments left unset (the service applies its own defaults)."""
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _observation(n: int, item: NewMemory) -> dict[str, Any]:
+    """A NewMemory as /v1/observations takes it; a field it cannot carry is an error, never dropped."""
+    fields = msgspec.to_builtins(item)
+    unsent = sorted(f for f, v in fields.items() if f not in _OBSERVED and v != _BLANK[f])
+    if unsent:
+        raise ValidationError(f"observation {n}: {', '.join(unsent)} cannot be sent to /v1/observations")
+    return {_OBSERVED[f]: v for f, v in fields.items() if f in _OBSERVED and v is not None}
+
+
+def _options(method: str, options: dict[str, Any], sent: tuple[str, ...]) -> dict[str, Any]:
+    """The admission options to send; one the service does not take is a TypeError, as in process."""
+    unknown = sorted(set(options) - set(sent) - _LOCAL_ONLY)
+    if unknown:
+        raise TypeError(f"{method}() got unexpected keyword arguments over HTTP: {', '.join(unknown)}")
+    return {k: options[k] for k in sent if k in options}

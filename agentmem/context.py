@@ -1,12 +1,25 @@
-"""A bounded working set for a prompt: at most N memories within a token budget."""
+"""A bounded working set for a prompt: at most N memories within a token budget.
+
+`working_set` is what `Memory.context` (and so /v1/context and the MCP `context` tool) does:
+recall, then `build`.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from agentmem.errors import ValidationError
 from agentmem.records import Hit
+
+if TYPE_CHECKING:
+    from agentmem.memory import Memory
+
+MAX_MEMORIES = 100
+TOKEN_BUDGET = (16, 32_000)
 
 
 class Context(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,3 +54,30 @@ def build(hits: list[Hit], *, max_memories: int, token_budget: int, header: str 
         ids.append(m.id)
     text = "\n".join(lines) if ids else ""
     return Context(text=text, memory_ids=ids, tokens=used if ids else 0, dropped=dropped)
+
+
+def working_set(
+    mem: Memory,
+    query: str,
+    *,
+    project: str | None,
+    max_memories: int,
+    token_budget: int,
+    agent: str | None = None,
+    tiers: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+) -> Context:
+    """The current memories best answering `query`, at most `max_memories`, within `token_budget`."""
+    if not _whole(max_memories) or not 1 <= max_memories <= MAX_MEMORIES:
+        raise ValidationError(f"max_memories: expected a whole number from 1 to {MAX_MEMORIES}")
+    low, high = TOKEN_BUDGET
+    if not _whole(token_budget) or not low <= token_budget <= high:
+        raise ValidationError(f"token_budget: expected a whole number from {low} to {high}")
+    # twice as many hits as lines: some will not fit the budget
+    k = min(mem.config.max_k, 2 * max_memories)
+    hits = mem.recall(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds)
+    return build(hits, max_memories=max_memories, token_budget=token_budget)
+
+
+def _whole(n: object) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool)

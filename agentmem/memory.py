@@ -21,6 +21,7 @@ from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.config import Config
+from agentmem.context import Context, working_set
 from agentmem.engine import DB_FILE, Engine
 from agentmem.errors import ValidationError
 from agentmem.kinds import STATUSES, TIERS
@@ -261,6 +262,21 @@ class Memory:
         )
         self.engine.note_access([h.memory.id for h in hits])
         return hits
+
+    def context(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        max_memories: int = 10,
+        token_budget: int = 1000,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+    ) -> Context:
+        """A prompt-ready working set: the best current memories that fit `token_budget` (see agentmem.context)."""
+        return working_set(self, query, project=project, max_memories=max_memories, token_budget=token_budget,
+                           agent=agent, tiers=tiers, kinds=kinds)  # fmt: skip
 
     def _query_vector(self, query: str) -> np.ndarray | None:
         """The query's embedding, or None while the model is down (recall then answers by words)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import msgspec
 
@@ -124,3 +125,17 @@ def new_memory(m: NewMemory, config: Config, now: datetime) -> NewMemory:
         expires_at=expires_at,
         ttl_days=None,
     )
+
+
+def as_new_memory(item: NewMemory | str | None, fields: dict[str, Any]) -> NewMemory:
+    """remember()'s arguments as one NewMemory: a NewMemory, or its fields as keywords (content first or named)."""
+    if isinstance(item, NewMemory):
+        if fields:
+            raise ValidationError("pass either a NewMemory or keyword fields, not both")
+        return item
+    if item is not None:
+        fields = {**fields, "content": item}
+    try:
+        return NewMemory(**fields)
+    except TypeError as exc:
+        raise ValidationError(str(exc)) from None

@@ -27,16 +27,7 @@ from agentmem.unit import Write
 
 def prepared(engine: Engine, item: NewMemory | str | None, fields: dict[str, Any]) -> NewMemory:
     """A checked NewMemory from either a NewMemory or its fields as keywords."""
-    if not isinstance(item, NewMemory):
-        if item is not None:
-            fields["content"] = item
-        try:
-            item = NewMemory(**fields)
-        except TypeError as exc:
-            raise ValidationError(str(exc)) from None
-    elif fields:
-        raise ValidationError("pass either a NewMemory or keyword fields, not both")
-    return validate.new_memory(item, engine.config, engine.clock())
+    return validate.new_memory(validate.as_new_memory(item, fields), engine.config, engine.clock())
 
 
 def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:

@@ -1,4 +1,5 @@
-"""What the MCP server talks to: a running agentmem service, or a local data directory, and who it acts as.
+"""What the MCP server talks to -- a running agentmem service or a local data directory, both a MemoryAPI --
+and who it acts as.
 
 Identity (project, agent, session) comes from configuration -- flags or environment -- never from a
 model's tool arguments alone: a tool may name a project only if the configuration allows it.
@@ -9,18 +10,16 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
-from agentmem.consolidate import EpisodeResult
-from agentmem.context import Context, build
+from agentmem.contract import MemoryAPI
 from agentmem.errors import AccessDeniedError, NotFoundError, ValidationError
-from agentmem.lifecycle import DeleteReport
-from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult
+from agentmem.records import MemoryVersion
 
 
 class McpSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,131 +72,39 @@ def load_settings(
     )
 
 
-class Backend(Protocol):
-    """The part of Memory / Client the MCP tools use, with one shape for both."""
-
-    def remember(self, item: NewMemory) -> RememberResult: ...
-    def recall(self, query: str, *, project: str, k: int, kinds: Sequence[str], as_of: str | None) -> list[Hit]: ...
-    def context(self, query: str, *, project: str, max_memories: int, token_budget: int) -> Context: ...
-    def get(self, memory_id: int) -> MemoryVersion: ...
-    def history(self, memory_id: int) -> list[MemoryVersion]: ...
-    def observe(self, items: list[NewMemory]) -> list[int]: ...
-    def end_session(self, session: str, *, project: str) -> EpisodeResult: ...
-    def delete(self, *, reason: str, ids: list[int], lineages: list[int], scope: Sequence[str]) -> DeleteReport: ...
-    def close(self) -> None: ...
-
-
-class HttpBackend:
-    """A running service, through agentmem.client.Client (its token decides what is allowed)."""
-
-    def __init__(self, settings: McpSettings) -> None:
+def open_memory(settings: McpSettings) -> MemoryAPI:
+    """A running service through agentmem.client.Client (its token decides what is allowed), or the
+    data directory opened in this process (its one owner while the MCP server runs)."""
+    if settings.url:
         import httpx
 
         from agentmem.client import Client
 
-        assert settings.url
-        self.client = Client(settings.url, token=settings.token, timeout=httpx.Timeout(settings.timeout, connect=3.0))
+        return Client(settings.url, token=settings.token, timeout=httpx.Timeout(settings.timeout, connect=3.0))
+    from agentmem.memory import Memory
+    from indexes.embed import SentenceTransformerEmbedder
 
-    def remember(self, item: NewMemory) -> RememberResult:
-        return self.client.remember(item)
-
-    def recall(self, query: str, *, project: str, k: int, kinds: Sequence[str], as_of: str | None) -> list[Hit]:
-        return self.client.recall(query, project=project, k=k, kinds=kinds, as_of=as_of)
-
-    def context(self, query: str, *, project: str, max_memories: int, token_budget: int) -> Context:
-        reply = self.client.context(query, project=project, max_memories=max_memories, token_budget=token_budget)
-        return msgspec.convert(reply, Context)
-
-    def get(self, memory_id: int) -> MemoryVersion:
-        return self.client.get(memory_id)
-
-    def history(self, memory_id: int) -> list[MemoryVersion]:
-        return self.client.history(memory_id)
-
-    def observe(self, items: list[NewMemory]) -> list[int]:
-        body = [
-            {
-                "content": m.content,
-                "project": m.project,
-                "agent": m.agent,
-                "session": m.session,
-                "kind": m.kind,
-                "tool": m.title,
-                "source_ref": m.source_ref,
-                "salience": m.salience,
-            }  # fmt: skip
-            for m in items
-        ]
-        return self.client.observe([{k: v for k, v in o.items() if v is not None} for o in body])
-
-    def end_session(self, session: str, *, project: str) -> EpisodeResult:
-        return self.client.end_session(session, project=project)
-
-    def delete(self, *, reason: str, ids: list[int], lineages: list[int], scope: Sequence[str]) -> DeleteReport:
-        try:
-            return self.client.delete(reason=reason, ids=ids, lineages=lineages)
-        except AccessDeniedError as exc:
-            raise AccessDeniedError(
-                f"{exc} (forget is a governance delete: the service needs an admin token)"
-            ) from None
-
-    def close(self) -> None:
-        self.client.close()
-
-
-class LocalBackend:
-    """A data directory opened in this process (its one owner while the MCP server runs)."""
-
-    def __init__(self, settings: McpSettings) -> None:
-        from agentmem.memory import Memory
-        from indexes.embed import SentenceTransformerEmbedder
-
-        self.actor = settings.actor
-        self.mem = Memory(Path(settings.data_dir), embedder=SentenceTransformerEmbedder())
-
-    def remember(self, item: NewMemory) -> RememberResult:
-        return self.mem.remember(item, actor=self.actor)
-
-    def recall(self, query: str, *, project: str, k: int, kinds: Sequence[str], as_of: str | None) -> list[Hit]:
-        return self.mem.recall(query, project=project, k=k, kinds=kinds, as_of=as_of)
-
-    def context(self, query: str, *, project: str, max_memories: int, token_budget: int) -> Context:
-        hits = self.mem.recall(query, project=project, k=min(self.mem.config.max_k, 2 * max_memories))
-        return build(hits, max_memories=max_memories, token_budget=token_budget)
-
-    def get(self, memory_id: int) -> MemoryVersion:
-        return self.mem.get(memory_id)
-
-    def history(self, memory_id: int) -> list[MemoryVersion]:
-        return self.mem.history(memory_id)
-
-    def observe(self, items: list[NewMemory]) -> list[int]:
-        return [v.id for v in self.mem.observe(items)]
-
-    def end_session(self, session: str, *, project: str) -> EpisodeResult:
-        return self.mem.end_session(session, project=project, actor=self.actor)
-
-    def delete(self, *, reason: str, ids: list[int], lineages: list[int], scope: Sequence[str]) -> DeleteReport:
-        return self.mem.delete(reason=reason, ids=ids, lineages=lineages, scope=list(scope), actor=self.actor)
-
-    def close(self) -> None:
-        self.mem.close()
+    return Memory(Path(settings.data_dir), embedder=SentenceTransformerEmbedder())
 
 
 class Scoped:
-    """A backend opened once, on first use (a local model takes seconds to load), limited to the allowed projects."""
+    """The MCP tools' one adapter over a MemoryAPI (a Client or a Memory): opened once, on first use (a
+    local model takes seconds to load), limited to the allowed projects.
 
-    def __init__(self, settings: McpSettings) -> None:
+    `opener` is for tests; by default `open_memory(settings)`.
+    """
+
+    def __init__(self, settings: McpSettings, opener: Callable[[], MemoryAPI] | None = None) -> None:
         self.settings = settings
-        self._backend: Backend | None = None
-        self._error: Exception | None = None
+        self._opener = opener or (lambda: open_memory(settings))
+        self._mem: MemoryAPI | None = None
         self._lock = threading.Lock()
 
-    def open(self) -> Backend:
+    def open(self) -> MemoryAPI:
         with self._lock:
-            if self._backend is None:
-                self._backend = HttpBackend(self.settings) if self.settings.url else LocalBackend(self.settings)
-            return self._backend
+            if self._mem is None:
+                self._mem = self._opener()
+            return self._mem
 
     def preload(self) -> None:
         """Open in the background so the first tool call does not wait for the whole model load."""
@@ -230,9 +137,9 @@ class Scoped:
 
     def close(self) -> None:
         with self._lock:
-            if self._backend is not None:
-                self._backend.close()
-                self._backend = None
+            if self._mem is not None:
+                self._mem.close()
+                self._mem = None
 
 
 def when(value: datetime | None) -> str | None:

@@ -13,7 +13,14 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from agentmem.errors import AgentMemError, ServiceUnavailableError, StoreLockedError, ValidationError
+from agentmem.contract import MemoryAPI
+from agentmem.errors import (
+    AccessDeniedError,
+    AgentMemError,
+    ServiceUnavailableError,
+    StoreLockedError,
+    ValidationError,
+)
 from agentmem.records import NewMemory
 from api.mcp_backend import McpSettings, Scoped, memory_view
 
@@ -47,13 +54,16 @@ def _fail(exc: AgentMemError, settings: McpSettings) -> Exception:
     return ToolError(f"{exc.label}: {exc}")
 
 
-def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
-    """The MCPServer with agentmem's tools and resources, and the backend it uses (not opened yet)."""
+def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None = None) -> tuple[Any, Scoped]:
+    """The MCPServer with agentmem's tools and resources, and the memory it uses (not opened yet).
+
+    `opener` is for tests (an in-process Memory, or a Client over a test transport)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError
     from mcp.types import ToolAnnotations
 
-    scoped = Scoped(settings)
+    scoped = Scoped(settings, opener)
+    actor = settings.actor
     server: Any = MCPServer("agentmem", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def call(fn: Callable[[], T]) -> T:
@@ -90,7 +100,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
             where = scoped.project(project)
             item = NewMemory(content=content, project=where, kind=kind, key=key, title=title, ttl_days=ttl_days,
                              agent=settings.agent, session=settings.session, source="mcp")  # fmt: skip
-            r = scoped.open().remember(item)
+            r = scoped.open().remember(item, actor=actor)
             reply: dict[str, Any] = {"outcome": r.outcome, "memory": memory_view(r.memory)}
             if r.superseded_id is not None:
                 reply |= {"superseded_id": r.superseded_id, "reason": r.reason}
@@ -171,7 +181,12 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
         def run() -> dict[str, Any]:
             scoped.visible(memory_id)
             how = {"ids": [], "lineages": [memory_id]} if whole_history else {"ids": [memory_id], "lineages": []}
-            r = scoped.open().delete(reason=reason, scope=settings.projects, **how)
+            try:
+                r = scoped.open().delete(reason=reason, scope=list(settings.projects), actor=actor, **how)
+            except AccessDeniedError as exc:
+                raise AccessDeniedError(
+                    f"{exc} (forget is a governance delete: over HTTP it needs an admin token)"
+                ) from None
             return {"deleted_versions": r.versions, "ids": r.ids}
 
         return call(run)
@@ -193,7 +208,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
             where, session_id = scoped.project(project), session or settings.session
             item = NewMemory(content=content, project=where, kind=kind, tier="working", title=tool,
                              agent=settings.agent, session=session_id, source="mcp", salience=0.3)  # fmt: skip
-            return {"id": scoped.open().observe([item])[0], "session": item.session}
+            return {"id": scoped.open().observe([item])[0].id, "session": item.session}
 
         return call(run)
 
@@ -206,7 +221,7 @@ def build_server(settings: McpSettings) -> tuple[Any, Scoped]:
         session already had one). Fails with 'not found' if the session logged no observations."""
 
         def run() -> dict[str, Any]:
-            e = scoped.open().end_session(session or settings.session, project=scoped.project(project))
+            e = scoped.open().end_session(session or settings.session, project=scoped.project(project), actor=actor)
             return {"outcome": e.outcome, **({"memory": memory_view(e.memory)} if e.memory else {})}
 
         return call(run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -20,17 +21,20 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     session: str | None = None
     kind: str = "observation"
     tool: str | None = None
+    source: str = "api"  # e.g. mcp: which host recorded it
     source_ref: str | None = None
     at: datetime | None = None
     salience: float = 0.3
+    tier: str = "working"
 
 
 class ObserveRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     observations: list[Observation]
 
 
-class ObserveReply(msgspec.Struct, frozen=True):
-    ids: list[int]
+class ObserveReply(msgspec.Struct, frozen=True, kw_only=True):
+    ids: list[int]  # kept for older clients: the ids of `memories`
+    memories: list[MemoryVersion] = []  # the versions created, in request order
 
 
 class ReviseRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -96,6 +100,14 @@ class ImportReply(msgspec.Struct, frozen=True):
     imported: int
 
 
+class RebuildRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Which indexes to rebuild (default: both)."""
+
+    which: Annotated[list[Literal["bm25", "vectors"]], msgspec.Meta(min_length=1)] = msgspec.field(
+        default_factory=lambda: ["bm25", "vectors"]
+    )
+
+
 class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
     state: str  # idle | running | done | failed
     started_at: datetime | None = None
@@ -130,6 +142,7 @@ class DeleteRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     kinds: list[str] = []
     created_from: datetime | None = None
     created_to: datetime | None = None
+    scope: list[str] | None = None  # touch only these of the token's projects (a caller's own narrower limit)
     dry_run: bool = False
 
 

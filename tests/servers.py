@@ -1,4 +1,5 @@
-"""The real server in a child process on a free loopback port, for the tests that need one."""
+"""The real server in a child process on a free loopback port, for the tests that need one; and a
+Client whose requests go into a Litestar TestClient's app, in process, for those that do not."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import time
 from pathlib import Path
 
 import httpx
+from litestar.testing import TestClient
+from litestar.testing.transport import TestClientTransport
+
+from agentmem.client import Client
 
 TOKEN = "server-test-secret-000000001"
 ENV_TOKENS = f"w:{TOKEN}:admin:shop"
@@ -55,3 +60,18 @@ class Server:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+class AppTransport(httpx.BaseTransport):
+    """httpx requests into a TestClient's app (Litestar's own transport lacks the close() httpx calls)."""
+
+    def __init__(self, app: TestClient) -> None:  # type: ignore[type-arg]
+        self._app = TestClientTransport(app)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._app.handle_request(request)
+
+
+def app_client(app: TestClient, token: str | None) -> Client:  # type: ignore[type-arg]
+    """The real agentmem Client over the real routes, without a server process."""
+    return Client("http://testserver.local", token=token, transport=AppTransport(app))

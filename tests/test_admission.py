@@ -12,6 +12,7 @@ from agentmem import Memory, ValidationError, writes
 from agentmem.admission import REASONS, propose
 from agentmem.admission.notes import intent_view
 from agentmem.cli import main
+from fakes import FakeEmbedder
 
 ADMITTED = [
     ("My name is Ada Lovelace.", "identity", ("user", "name", "Ada Lovelace")),
@@ -323,25 +324,18 @@ def test_scan_audit_completed_and_failed(memory: Memory, tmp_path: Path, monkeyp
     assert "secret" not in json.dumps(crashed.details) and "API" not in json.dumps(crashed.details)
 
 
-def test_cli_ingest(tmp_path: Path, memory: Memory, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_ingest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = _conversation(tmp_path / "c.json", [{"role": "user", "content": "My name is Ada. I ran the tests."}])
 
-    class Opened:
-        def __init__(self, _: Path) -> None:
-            pass
+    def opened(_: Path) -> Memory:  # each command opens the data directory and closes it
+        return Memory(tmp_path / "data", embedder=FakeEmbedder())
 
-        def __enter__(self) -> Memory:
-            return memory
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-    assert main(["ingest", "conversation", str(f), "--project", "p", "--dry-run"], open_memory=Opened) == 0
+    assert main(["ingest", "conversation", str(f), "--project", "p", "--dry-run"], open_memory=opened) == 0
     out = capsys.readouterr().out
     assert "would admit 1 of 2 candidates" in out and "(event) I ran the tests." in out
-    assert main(["--json", "ingest", "notes", str(tmp_path), "--project", "p"], open_memory=Opened) == 0
+    assert main(["--json", "ingest", "notes", str(tmp_path), "--project", "p"], open_memory=opened) == 0
     assert json.loads(capsys.readouterr().out)["source"] == "note"
-    assert main(["ingest", "code", str(tmp_path / "nope"), "--project", "p"], open_memory=Opened) == 2
+    assert main(["ingest", "code", str(tmp_path / "nope"), "--project", "p"], open_memory=opened) == 2
     assert "no such directory" in capsys.readouterr().err
 
 

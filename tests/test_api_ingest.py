@@ -10,9 +10,9 @@ import pytest
 from litestar.testing import TestClient
 
 from agentmem import Memory
-from agentmem.client import Client
 from api.app import create_app
 from api.settings import load
+from servers import app_client
 from tests.test_api import ENV, TOKENS, auth
 
 MESSAGES = [
@@ -74,9 +74,7 @@ def test_notes_and_code_are_admin_only(client: TestClient, memory: Memory, tmp_p
 def test_client_ingests_a_file(client: TestClient, memory: Memory, tmp_path: Path) -> None:  # type: ignore[type-arg]
     f = tmp_path / "chat.jsonl"
     f.write_text('{"session": "s-2"}\n{"role": "user", "content": "I live in Oslo.", "id": "a"}\nnot json\n')
-    c = Client("http://testserver", token=TOKENS["write"])
-    client.headers["Authorization"] = f"Bearer {TOKENS['write']}"
-    c._http = client  # the TestClient is an httpx.Client
-    r = c.ingest_conversation(f)
+    c = app_client(client, TOKENS["write"])
+    r = c.ingest_conversation(f, project=None)  # None: the token's one project
     assert r.admitted == 1 and r.skipped == {"malformed_message": 1}
     assert memory.get(r.admitted_items[0].memory_id or 0).source_ref == "s-2#a"

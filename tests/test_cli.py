@@ -6,10 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from litestar.testing import TestClient
 
 from agentmem import Memory, NewMemory
 from agentmem.cli import main
+from api.app import create_app
+from api.settings import load
 from fakes import FakeEmbedder
+from servers import TOKEN, app_client
 
 
 @pytest.fixture
@@ -136,3 +140,28 @@ def test_consolidation_commands(run, data_dir: Path) -> None:  # type: ignore[no
     assert code == 0 and "p semantic: 1 created" in out
     code, out, _ = run("provenance", "4")
     assert code == 0 and "sessions s1, s2" in out and out.count("<-") == 2
+
+
+def test_the_commands_through_a_service(data_dir: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The CLI over a Client (what --url opens) runs the same commands with the same filters."""
+    env = {"AGENTMEM_TOKENS": f"a:{TOKEN}:admin:*", "AGENTMEM_SWEEP_EVERY_MINUTES": "0",
+           "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0"}  # fmt: skip
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"role": "user", "content": "My favorite editor is vim.", "id": "a"}\n')
+    with Memory(data_dir, embedder=FakeEmbedder()) as mem, TestClient(create_app(load(env=env), mem=mem)) as app:
+
+        def run(*argv: str) -> tuple[int, str]:
+            code = main(list(argv), open_memory=lambda _path: app_client(app, TOKEN))
+            return code, capsys.readouterr().out
+
+        assert run("remember", "The lab listens on port 9000", "--project", "lab")[0] == 0
+        assert run("remember", "The shop listens on port 8080", "--project", "shop")[0] == 0
+        code, out = run("sweep", "--threshold", "1", "--project", "lab", "--project", "shop")
+        assert code == 0 and out.startswith("archived 2 faded")
+        code, out = run("archived", "--project", "lab")
+        assert code == 0 and "lab listens" in out and "shop" not in out
+        code, out = run("rebuild", "--only", "bm25")
+        assert code == 0 and out.strip().endswith("consistent")
+        assert mem.audit(actions=["rebuild"])[0][0].details["indexes"] == ["bm25"]
+        code, out = run("ingest", "conversation", str(chat), "--project", "shop", "--session", "s-1")
+        assert code == 0 and "admitted 1 of 1" in out and "s-1#a" in out

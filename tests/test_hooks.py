@@ -49,13 +49,13 @@ def test_claude_code_hooks_against_a_running_service(server: Server) -> None:
                 "tool_response": {"stdout": "deployment successfully rolled out"}}  # fmt: skip
         used = hook({"hook_event_name": "PostToolUse", **tool}, **env)
         assert used.returncode == 0 and used.stdout == "" and used.stderr == ""
-        observed, _ = c.list_versions(project="shop", kind="observation")
+        observed, _ = c.list_versions(projects=["shop"], kinds=["observation"])
         assert {o.session for o in observed} == {SESSION} and {o.agent for o in observed} == {"claude-code"}
         assert any("kubectl rollout status" in o.content and o.title == "Bash" for o in observed)
 
         end = hook({"hook_event_name": "SessionEnd", "reason": "exit"}, **env)
         assert end.returncode == 0 and end.stderr == ""
-        episodes, _ = c.list_versions(project="shop", tier="episodic")
+        episodes, _ = c.list_versions(projects=["shop"], tiers=["episodic"])
         assert len(episodes) == 1 and episodes[0].session == SESSION and set(episodes[0].source_ids) == {
             o.id for o in observed
         }

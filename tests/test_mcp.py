@@ -14,12 +14,19 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from litestar.testing import TestClient
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from agentmem import Memory, MemoryAPI
 from agentmem.cli import main
+from api.app import create_app
+from api.mcp_backend import McpSettings
+from api.mcp_server import build_server
 from api.server import add_commands
-from servers import TOKEN, Server, free_port
+from api.settings import load
+from fakes import FakeEmbedder
+from servers import TOKEN, Server, app_client, free_port
 
 ROOT = Path(__file__).parent.parent
 WRITE_TOKEN = "server-test-writer-00000002"
@@ -177,3 +184,46 @@ def test_stdio_on_a_local_data_directory(tmp_path: Path) -> None:
         await remember_supersede_recall_history(c)
 
     session(stdio("--data-dir", str(tmp_path / "data"), AGENTMEM_PROJECT="shop"), body)
+
+
+@pytest.mark.parametrize("through", ["memory", "client"])
+def test_one_adapter_over_either_memory_api(tmp_path: Path, through: str) -> None:
+    """In process, no model: the tools over a Memory, and over a Client talking to the app on that Memory."""
+    mem = Memory(tmp_path / "data", embedder=FakeEmbedder())
+    lab = mem.remember("The lab listens on port 9000", project="lab").memory.id
+    settings = McpSettings(project="shop", projects=("shop",), agent="tester", session="s-1")
+    observed: list[int] = []
+
+    async def body(c: Client) -> None:
+        old, new = await remember_supersede_recall_history(c)
+        assert "4000" in (await ok(c, "context", query="which port does the API listen on"))["text"]
+        observed.append((await ok(c, "observe", content="ran the test suite: 3 failures", tool="Bash"))["id"])
+        assert (await ok(c, "end_session"))["outcome"] == "created"
+        assert "not allowed" in await error(c, "recall", query="port", project="lab")
+        assert "not found" in await error(c, "history", memory_id=lab)
+        assert "not found" in await error(c, "forget", memory_id=lab, reason="test: another project")
+        gone = await ok(c, "forget", memory_id=new, reason="test: erase the port lineage")
+        assert sorted(gone["ids"]) == sorted([old, new])
+
+    def run(api: MemoryAPI) -> None:
+        server, scoped = build_server(settings, lambda: api)
+        try:
+            session(server, body)
+        finally:
+            scoped.close()
+
+    if through == "memory":
+        run(mem)  # the adapter closes it
+    else:
+        env = {"AGENTMEM_TOKENS": f"a:{TOKEN}:admin:*", "AGENTMEM_SWEEP_EVERY_MINUTES": "0",
+               "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0"}  # fmt: skip
+        with TestClient(create_app(load(env=env), mem=mem)) as app:
+            run(app_client(app, TOKEN))
+        mem.close()
+    with Memory(tmp_path / "data", embedder=FakeEmbedder()) as after:
+        o = after.get(observed[0])
+        assert (o.project, o.source, o.agent, o.session, o.title, o.tier) == ("shop", "mcp", "tester", "s-1", "Bash",
+                                                                               "working")  # fmt: skip
+        assert after.get(lab).status == "active"
+        deleted, _ = after.audit(actions=["delete"])
+        assert deleted[0].actor == ("mcp:tester" if through == "memory" else "a")  # over HTTP: the token's name

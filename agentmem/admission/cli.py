@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmem.admission.scan import ScanReport
+
+if TYPE_CHECKING:
+    from agentmem.contract import MemoryAPI
 
 
 def add_ingest(sub: Any) -> None:
@@ -50,11 +53,9 @@ def report_text(r: ScanReport, show_rejected: bool) -> str:
     return "\n".join(lines)
 
 
-def run_ingest(args: argparse.Namespace, mem: Any, out: Callable[[argparse.Namespace, Any, str], None]) -> None:
-    """Run one scan on a Memory (with a progress bar) or through a Client."""
-    options: dict[str, Any] = {"project": args.project, "dry_run": args.dry_run, "agent": args.agent}
-    if not hasattr(mem, "_http"):  # in process: a progress bar on long scans (on a terminal)
-        options["progress"] = True
+def run_ingest(args: argparse.Namespace, mem: MemoryAPI, out: Callable[[argparse.Namespace, Any, str], None]) -> None:
+    """Run one scan, in process (a progress bar on long scans, on a terminal) or through a service."""
+    options: dict[str, Any] = {"project": args.project, "dry_run": args.dry_run, "agent": args.agent, "progress": True}
     if args.source == "conversation":
         report = mem.ingest_conversation(args.file, session=args.session, include_assistant=args.assistant,
                                          use_provider=args.use_provider, **options)  # fmt: skip

@@ -9,10 +9,11 @@ import msgspec
 from anyio.to_thread import run_sync as run
 from litestar import Response, get, post
 from litestar.datastructures import State
+from litestar.params import FromQuery, JSONBody
 
 from agentmem import Stats
 from api.deps import Mem, Who
-from api.schemas import RebuildStatus
+from api.schemas import RebuildRequest, RebuildStatus
 from indexes.sync import Consistency
 
 
@@ -45,8 +46,9 @@ async def ready(mem: Mem, state: State) -> Response[Readiness]:
 
 
 @get("/v1/stats", sync_to_thread=True, summary="Counts over the caller's projects and the indexes")
-def stats(who: Who, mem: Mem) -> Stats:
-    return mem.stats(who.scope())
+def stats(who: Who, mem: Mem, project: FromQuery[list[str] | None] = None) -> Stats:
+    """Over the token's projects, or the named ones among them (repeat `project`)."""
+    return mem.stats(who.scope(project))
 
 
 @post("/v1/check", sync_to_thread=True, status_code=200, summary="Consistency check (admin)")
@@ -57,10 +59,11 @@ def check(who: Who, mem: Mem) -> Consistency:
 
 
 @post("/v1/rebuild", status_code=202, sync_to_thread=False, summary="Start an online index rebuild (admin)")
-def start_rebuild(who: Who, mem: Mem, state: State) -> RebuildStatus:
-    """Rebuilds both indexes from DuckDB in the background while recall keeps serving; poll
-    GET /v1/rebuild for its state."""
+def start_rebuild(who: Who, mem: Mem, state: State, data: JSONBody[RebuildRequest | None] = None) -> RebuildStatus:
+    """Rebuilds the indexes in `which` (default: both) from DuckDB in the background while recall
+    keeps serving; poll GET /v1/rebuild for its state. The body may be left out."""
     who.require("admin")
+    which = (data or RebuildRequest()).which
     with state.rebuild_lock:
         if state.rebuild.state == "running":
             return state.rebuild  # type: ignore[no-any-return]
@@ -68,7 +71,7 @@ def start_rebuild(who: Who, mem: Mem, state: State) -> RebuildStatus:
 
     def run() -> None:
         try:
-            report = mem.rebuild(actor=who.name)
+            report = mem.rebuild(which, actor=who.name)
             final = "done" if report.ok else "failed"
             message = f"{report.expected} memories indexed" if report.ok else "inconsistent after rebuild"
         except Exception as exc:  # reported through GET /v1/rebuild, and logged

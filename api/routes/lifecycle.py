@@ -62,7 +62,9 @@ async def delete(data: JSONBody[DeleteRequest], who: Who, mem: Mem) -> DeleteRep
     by `lineages` (any id of each), or by a filter of `project`, `kinds` and a created date range;
     `reason` is required; `dry_run` reports what would go."""
     who.require("admin")
-    scope = None if who.all_projects else list(who.projects)
+    scope = who.scope()
+    if data.scope is not None:  # the caller's own limit, within the token's projects
+        scope = [p for p in data.scope if scope is None or p in scope]
     if data.project is not None and not who.allows(data.project):
         raise NotFoundError(f"no project {data.project!r} among those this token may change")
     return await run(

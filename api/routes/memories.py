@@ -41,11 +41,11 @@ async def observe(data: JSONBody[ObserveRequest], who: Who, mem: Mem, state: Sta
             content=o.content,
             project=who.project(o.project),
             kind=o.kind,
-            tier="working",
+            tier=o.tier,
             title=o.tool,
             agent=o.agent,
             session=o.session,
-            source="api",
+            source=o.source,
             source_ref=o.source_ref,
             salience=o.salience,
             valid_from=o.at,
@@ -53,7 +53,7 @@ async def observe(data: JSONBody[ObserveRequest], who: Who, mem: Mem, state: Sta
         for o in data.observations
     ]
     created = await run(mem.observe, items)
-    return Response(ObserveReply(ids=[v.id for v in created]), status_code=201)
+    return Response(ObserveReply(ids=[v.id for v in created], memories=created), status_code=201)
 
 
 @get("/v1/memories/{memory_id:int}", sync_to_thread=True, summary="One version")

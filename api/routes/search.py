@@ -5,8 +5,7 @@ from __future__ import annotations
 from litestar import post
 from litestar.params import JSONBody
 
-from agentmem import ValidationError
-from agentmem.context import Context, build
+from agentmem.context import Context
 from api.deps import Mem, Who
 from api.schemas import ContextRequest, RecallReply, RecallRequest
 
@@ -28,18 +27,14 @@ def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
 
 @post("/v1/context", sync_to_thread=True, status_code=200, summary="A prompt-ready working set")
 def context(data: JSONBody[ContextRequest], who: Who, mem: Mem) -> Context:
-    """At most `max_memories` current memories that fit in `token_budget` (about 4 characters a
-    token), best first, one line each with kind and since when it holds."""
-    if not 1 <= data.max_memories <= 100:
-        raise ValidationError("max_memories: expected 1 to 100")
-    if not 16 <= data.token_budget <= 32_000:
-        raise ValidationError("token_budget: expected 16 to 32000")
-    hits = mem.recall(
+    """At most `max_memories` (1 to 100) current memories that fit in `token_budget` (16 to 32000,
+    about 4 characters a token), best first, one line each with kind and since when it holds."""
+    return mem.context(
         data.query,
         project=who.project(data.project),
-        k=min(mem.config.max_k, 2 * data.max_memories),
+        max_memories=data.max_memories,
+        token_budget=data.token_budget,
         agent=data.agent,
         tiers=data.tiers,
         kinds=data.kinds,
     )
-    return build(hits, max_memories=data.max_memories, token_budget=data.token_budget)

@@ -1,0 +1,137 @@
+"""MemoryAPI: the one contract of the in-process `Memory` and the HTTP `agentmem.client.Client`.
+
+The CLI and the MCP server are written against it, so either can stand behind them. mypy checks that
+both classes satisfy it (`_check` below) and tests/test_contract.py that their signatures are the
+Protocol's, parameter for parameter.
+
+`actor` names the caller in the audit log. In process the caller says who it is; over HTTP the
+service records the token's name instead (a caller cannot claim another identity), so the Client
+accepts `actor` and does not send it.
+
+>>> def remember_port(mem: MemoryAPI) -> int:  # doctest: +SKIP
+...     return mem.remember("We're on 4000 now", project="shop", key="api.port").memory.id
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentmem.admission.scan import ScanReport
+from agentmem.audit import AuditEntry
+from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
+from agentmem.context import Context
+from agentmem.lifecycle import DeleteReport, SweepReport
+from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Stats
+from agentmem.retention import Retention
+from indexes.sync import Consistency
+
+
+class MemoryAPI(Protocol):
+    """What a memory offers its callers, in process or over HTTP (see `agentmem.Memory` for each method)."""
+
+    # -- writing
+    def remember(
+        self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
+    ) -> RememberResult: ...
+    def revise(
+        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
+    ) -> RememberResult: ...
+    def observe(self, items: Sequence[NewMemory]) -> list[MemoryVersion]: ...
+
+    # -- reading
+    def recall(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        k: int = 10,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+        as_of: datetime | str | None = None,
+    ) -> list[Hit]: ...
+    def context(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        max_memories: int = 10,
+        token_budget: int = 1000,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+    ) -> Context: ...
+    def get(self, memory_id: int) -> MemoryVersion: ...
+    def history(self, memory_id: int) -> list[MemoryVersion]: ...
+    def list_versions(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        kinds: Sequence[str] = (),
+        tiers: Sequence[str] = (),
+        agent: str | None = None,
+        status: str | None = "active",
+        latest_only: bool = True,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> tuple[list[MemoryVersion], int | None]: ...
+    def provenance(self, memory_id: int) -> Provenance: ...
+
+    # -- upkeep
+    def stats(self, projects: Sequence[str] | None = None) -> Stats: ...
+    def check(self) -> Consistency: ...
+    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency: ...
+    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]: ...
+    def import_lines(self, lines: Iterable[bytes | str]) -> int: ...
+
+    # -- lifecycle
+    def retention(self, memory_id: int) -> Retention: ...
+    def sweep(
+        self,
+        *,
+        dry_run: bool = False,
+        limit: int | None = None,
+        projects: Sequence[str] | None = None,
+        threshold: float | None = None,
+        actor: str = "local",
+    ) -> SweepReport: ...
+    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion: ...
+    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion: ...
+    def delete(self, *, reason: str, **how: Any) -> DeleteReport: ...
+    def audit(
+        self,
+        *,
+        projects: Sequence[str] | None = None,
+        actions: Sequence[str] = (),
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        memory_id: int | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> tuple[list[AuditEntry], int | None]: ...
+
+    # -- consolidation
+    def consolidate(
+        self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
+    ) -> list[ConsolidationReport]: ...
+    def end_session(self, session: str, *, project: str, actor: str = "local") -> EpisodeResult: ...
+
+    # -- admission
+    def ingest_conversation(
+        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
+    ) -> ScanReport: ...
+    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport: ...
+    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport: ...
+
+    def close(self) -> None: ...
+
+
+if TYPE_CHECKING:
+    from agentmem.client import Client
+    from agentmem.memory import Memory
+
+    def _check(m: Memory, c: Client) -> tuple[MemoryAPI, MemoryAPI]:
+        return m, c
