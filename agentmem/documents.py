@@ -106,7 +106,7 @@ class StoreSource:
         return {r[0] for r in rows}
 
     def last_seq(self) -> int:
-        return int(self.store.scalar("SELECT value FROM counters WHERE name = 'outbox_seq'"))
+        return self.store.last_seq
 
     def prune_outbox(self, upto: int) -> None:
         self.store.prune_outbox(upto)

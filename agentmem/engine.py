@@ -34,7 +34,7 @@ from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationErro
 from agentmem.live import LiveSet
 from agentmem.provider import Provider
 from agentmem.records import MemoryVersion
-from agentmem.store import INDEXABLE, Store
+from agentmem.store import INDEXABLE, Store, compact
 from agentmem.unit import Write
 from agentmem.validate import MAX_ID
 from agentmem.writer import Writer
@@ -103,6 +103,11 @@ class Engine:
         """A unit of its own, committed on exit: the store it reads holds every acknowledged write."""
         with self.writer.exclusive() as w:
             yield w
+
+    @staticmethod
+    def compact(path: Path) -> tuple[int, int]:
+        """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
+        return compact(path / DB_FILE)
 
     def record(self, entries: list[AuditEntry]) -> list[int]:
         """Write audit entries that go with no other change; returns their ids."""

@@ -31,7 +31,7 @@ from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, sql_filters
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
 from agentmem.retention import Retention, retention
-from agentmem.store import INDEXABLE, Store, compact
+from agentmem.store import INDEXABLE, Store
 from indexes.docs import IndexFailure
 from indexes.embed import Embedder, embed_query
 from indexes.sync import Consistency, IndexSet
@@ -298,10 +298,9 @@ class Memory:
         """JSON Lines: a header, every version with its embedding, every link (see agentmem.transfer)."""
         return transfer.export_lines(self.engine, projects)
 
-    def import_lines(self, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:
-        """Load an export in one transaction; returns how many versions it held (with
-        `trust_embeddings=False` the file's vectors are ignored and the content embedded here)."""
-        return transfer.import_lines(self.engine, lines, trust_embeddings=trust_embeddings)
+    def import_lines(self, lines: Iterable[bytes | str]) -> int:
+        """Load an export in one transaction; returns how many versions it held."""
+        return transfer.import_lines(self.engine, lines)
 
     # -- lifecycle: retention, sweep, restore, pin, governance delete, audit ----
 
@@ -386,7 +385,7 @@ class Memory:
     @staticmethod
     def compact(path: str | Path) -> tuple[int, int]:
         """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
-        return compact(Path(path).expanduser() / DB_FILE)
+        return Engine.compact(Path(path).expanduser())
 
     def check(self) -> Consistency:
         """Ids in each index against the latest active ids in DuckDB."""

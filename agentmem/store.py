@@ -98,6 +98,14 @@ class Store:
         self._local = threading.local()
         self._cursor_lock = threading.Lock()
         self._next_id = int(self.scalar("SELECT coalesce(max(id), 0) + 1 FROM memories"))
+        # The outbox's last seq: the counter keeps it across a prune that empties the outbox.
+        self.last_seq = int(
+            self.scalar(
+                "SELECT greatest((SELECT value FROM counters WHERE name = 'outbox_seq'), "
+                "(SELECT coalesce(max(seq), 0) FROM outbox))"
+            )
+        )
+        self._pending_seq = self.last_seq
 
     # -- connections -------------------------------------------------------
 
@@ -127,7 +135,9 @@ class Store:
         except BaseException:
             conn.execute("ROLLBACK")
             self._next_id = next_id
+            self._pending_seq = self.last_seq
             raise
+        self.last_seq = self._pending_seq
 
     def allocate_id(self) -> int:
         nid = self._next_id
@@ -158,8 +168,10 @@ class Store:
         return True
 
     def prune_outbox(self, upto: int) -> None:
-        """Forget outbox entries every index has applied and saved."""
-        self._conn.execute("DELETE FROM outbox WHERE seq <= ?", [upto])
+        """Forget outbox entries every index has applied and saved (the counter keeps the seq)."""
+        with self.transaction() as tx:
+            tx.execute("DELETE FROM outbox WHERE seq <= ?", [upto])
+            tx.execute("UPDATE counters SET value = greatest(value, ?) WHERE name = 'outbox_seq'", [upto])
 
     # -- writes (inside transaction()) -------------------------------------
 
@@ -185,8 +197,13 @@ class Store:
 
     @staticmethod
     def put_embeddings(conn: duckdb.DuckDBPyConnection, hashes: Sequence[str], model: str, vectors: np.ndarray) -> None:
-        """Many vectors at once through Arrow (binding nested Python lists is ~15x slower)."""
+        """Many vectors at once through Arrow (binding nested Python lists is ~15x slower); one
+        or two as plain parameters (registering an Arrow table costs more than it saves)."""
         if not len(hashes):
+            return
+        if len(hashes) <= 2:
+            for h, v in zip(hashes, vectors, strict=True):
+                Store.put_embedding(conn, h, model, v)
             return
         matrix = np.ascontiguousarray(vectors, dtype=np.float32)
         table = pa.table(
@@ -206,8 +223,10 @@ class Store:
 
     @staticmethod
     def insert_versions(conn: duckdb.DuckDBPyConnection, versions: Sequence[MemoryVersion]) -> None:
-        """Many versions in one statement (bulk import)."""
-        if not versions:
+        """Many versions in one statement, through Arrow (a few as plain parameters)."""
+        if len(versions) <= 2:
+            for v in versions:
+                Store.insert_version(conn, v, sha256(identity(v.content)), _slot(v))
             return
         names = COLUMNS + ("norm_hash", "slot")
         rows = [version_row(v, sha256(identity(v.content)), _slot(v)) for v in versions]
@@ -259,17 +278,17 @@ class Store:
             finally:
                 conn.unregister("incoming_updates")
 
-    @staticmethod
-    def enqueue(conn: duckdb.DuckDBPyConnection, ops: Sequence[tuple[OutboxOp, int]], at: datetime) -> int:
+    def enqueue(self, conn: duckdb.DuckDBPyConnection, ops: Sequence[tuple[OutboxOp, int]], at: datetime) -> int:
         """Append index outbox entries in the caller's transaction (one statement however many);
-        returns the seq of the first (the others follow it without gaps)."""
+        returns the seq of the first (the others follow it without gaps). The seqs are counted
+        here, by the one writer; `last_seq` moves only when the transaction commits."""
         if not ops:
             return 0
-        row = conn.execute(
-            "UPDATE counters SET value = value + ? WHERE name = 'outbox_seq' RETURNING value", [len(ops)]
-        ).fetchone()
-        assert row is not None
-        first = int(row[0]) - len(ops) + 1
+        first = self._pending_seq + 1
+        self._pending_seq += len(ops)
+        if len(ops) == 1:
+            conn.execute("INSERT INTO outbox VALUES (?, ?, ?, ?)", [first, ops[0][0], ops[0][1], at])
+            return first
         conn.execute(
             "INSERT INTO outbox SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), ?",
             [list(range(first, first + len(ops))), [op for op, _ in ops], [i for _, i in ops], at],

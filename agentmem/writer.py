@@ -48,6 +48,11 @@ class Writer:
         self.batches = 0
         self.jobs = 0
 
+    @property
+    def queued(self) -> int:
+        """Jobs waiting for the next batch."""
+        return len(self._queue)
+
     def run(self, job: Callable[[Write], T]) -> T:
         """Run `job` in the next batch and return its result once the batch is committed."""
         if self._owner == threading.get_ident():

@@ -107,9 +107,13 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
     unseen = [m for m in w.pending(project) if m.id not in seen] + recent
     unseen = [m for m in dict((m.id, m) for m in unseen).values() if mine & token_set(m.content)]
     unseen.sort(key=lambda m: -jaccard(mine, token_set(m.content)))
-    for m in unseen[:n]:
-        candidates.append(m)
+    extra = unseen[:n]
+    candidates += extra
+    lacking = [m.content_hash for m in extra if m.id not in cosines and w.vector(m.content_hash) is None]
+    stored = engine.store.vectors(lacking, engine.model) if lacking else {}
+    for m in extra:
         own = w.vector(m.content_hash)
+        own = stored.get(m.content_hash) if own is None else own
         if m.id not in cosines and own is not None:
             cosines[m.id] = float(np.dot(vector, own))
     return decide(
@@ -136,6 +140,8 @@ def revise(
     if unknown:
         raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
     old = engine.get(memory_id)
+    if changes.get("project", old.project) != old.project:
+        raise ValidationError("project: a new version stays in its lineage's project; remember it there instead")
     new = _revised(engine, old, content, changes)
     content_hash = sha256(new.content)
     vector, stored = engine.vector_for(new.content, content_hash)

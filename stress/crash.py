@@ -4,17 +4,20 @@
     python -m stress.crash --kills 3          # what CI runs (tests/test_crash_campaign.py)
 
 Writer processes talk to the real server over loopback with the HTTP client and do, at
-random: remember with a key from a small pool (supersedes the current holder), remember free
-text, governance-delete one of their own acknowledged memories, archive one of their own
-(restore it later), restore. Each acknowledged reply is appended to the writer's log
-(flushed and fsynced) only after the server answered. The campaign kills the server with
+random: remember with a key from a small pool (supersedes the current holder), a burst of
+concurrent remembers to one key shared by every writer (the group commit decides them in
+arrival order, one batch or several), remember free text, governance-delete one of their own
+acknowledged memories, archive one of their own (restore it later), restore. Each
+acknowledged reply is appended to the writer's log (flushed and fsynced) only after the
+server answered. The campaign kills the server with
 SIGKILL after a random 0.5 to 4 seconds of load, restarts it, and checks, after every restart:
 
 - every acknowledged write is present, with its content (or its tombstone when a later
   delete erased it: an acknowledged one, or one sent and cut off by the kill, which the
   writer logged as an intent first) and its version chain (the version it superseded points to it);
-- nothing is half-present: every lineage has exactly one latest version, every superseded
-  version names an existing successor in its lineage, tombstones have no content;
+- nothing is half-present: every lineage has exactly one latest version, every key exactly one
+  current memory (bursts included), every superseded version names an existing successor in its
+  lineage, tombstones have no content;
 - the indexes hold exactly the latest active versions (POST /v1/check) and /ready is green;
 - recall never returns a superseded, archived or deleted version.
 
@@ -34,7 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,8 @@ import httpx
 TOKEN = "crash-campaign-secret-000001"
 PROJECT = "crash"
 KEYS = 12  # per writer: a small pool, so that supersession chains grow long
+BURST_KEYS = 3  # shared by all writers: concurrent writes to one key
+BURST = 6  # concurrent remembers in one burst
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -95,6 +102,7 @@ def writer(n: int, url: str, log_path: str, stop: Any, seed: int) -> None:
     mine: list[int] = []
     archived: list[int] = []
     i = 0
+    pool = ThreadPoolExecutor(BURST)
     with open(log_path, "a", encoding="utf-8") as log, httpx.Client(base_url=url, headers=headers, timeout=20) as http:
 
         def ack(record: dict[str, Any]) -> None:
@@ -106,7 +114,20 @@ def writer(n: int, url: str, log_path: str, stop: Any, seed: int) -> None:
             i += 1
             roll = rng.random()
             try:
-                if roll < 0.55:
+                if roll < 0.08:
+                    key = f"burst.k{rng.randrange(BURST_KEYS)}"
+                    contents = [f"the shared setting {key} is {i}.{j} (writer {n})" for j in range(BURST)]
+
+                    def post(content: str, key: str = key) -> httpx.Response:
+                        return http.post("/v1/memories", json={"content": content, "project": PROJECT, "key": key})
+
+                    for content, r in zip(contents, pool.map(post, contents), strict=True):
+                        if r.status_code in (200, 201):
+                            body = r.json()
+                            ack({"op": "remember", "id": body["memory"]["id"], "content": content, "key": key,
+                                 "outcome": body["outcome"], "superseded": body.get("superseded_id")})  # fmt: skip
+                            mine.append(body["memory"]["id"])
+                elif roll < 0.55:
                     key = f"w{n}.k{rng.randrange(KEYS)}"
                     content = f"writer {n} setting {key} has value {i} (build {rng.randrange(10**6)})"
                     r = http.post("/v1/memories", json={"content": content, "project": PROJECT, "key": key})
@@ -201,6 +222,9 @@ def check(url: str, acks: list[dict[str, Any]]) -> dict[str, Any]:
                 problems.append(f"superseded version {v['id']} points at a missing successor")
             if v["status"] == "deleted" and v["content"]:
                 problems.append(f"tombstone {v['id']} keeps content")
+        current = [v for v in versions.values() if v["is_latest"] and v["status"] == "active"]
+        holders = Counter(v["key"] for v in current if v["key"])
+        problems += [f"key {key} has {n} current memories" for key, n in holders.items() if n > 1]
         for lineage, vs in lineages.items():
             latest = [v for v in vs if v["is_latest"]]
             if len(latest) > 1:

@@ -68,6 +68,9 @@ class Failing:
     def __exit__(self, *exc: object) -> None:
         pass
 
+    def close(self) -> None:
+        pass
+
     def stats(self) -> None:
         raise self.error
 

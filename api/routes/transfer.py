@@ -10,7 +10,7 @@ from litestar.params import QueryParameter
 from litestar.response import Stream
 
 from agentmem import ValidationError
-from agentmem.transfer import parse_lines
+from agentmem.transfer import import_lines, parse_lines
 from api.deps import Mem, Who
 from api.schemas import ImportReply
 
@@ -43,6 +43,6 @@ async def import_(request: Request, who: Who, mem: Mem) -> ImportReply:  # type:
             raise PermissionDeniedException(f"this token has no access to project(s) {', '.join(denied)}")
         if not versions:
             raise ValidationError("the body holds no memory lines")
-        return mem.import_lines(lines, trust_embeddings=who.can("admin"))
+        return import_lines(mem.engine, lines, trust_embeddings=who.can("admin"))
 
     return ImportReply(imported=await anyio.to_thread.run_sync(run))
