@@ -35,7 +35,6 @@ KINDS: dict[str, KindSpec] = {
 TIERS = ("working", "episodic", "semantic", "procedural")
 STATUSES = ("active", "superseded", "archived", "expired", "deleted")
 SOURCES = ("api", "cli", "conversation", "note", "code", "consolidation", "import", "mcp")
-LINK_KINDS = ("derived_from", "evidence", "supersedes")
 
 
 def with_overrides(overrides: dict[str, KindSpec]) -> dict[str, KindSpec]:

@@ -124,12 +124,15 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     has_history: bool
 
 
+LinkKind = Literal["derived_from"]  # src was built from dst (its evidence)
+
+
 class Link(msgspec.Struct, frozen=True):
-    """A typed edge between two versions, e.g. a semantic memory derived from its evidence."""
+    """A typed edge between two versions: a memory derived from its evidence."""
 
     src_id: int
     dst_id: int
-    kind: str
+    kind: LinkKind
     created_at: datetime
 
 

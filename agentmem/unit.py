@@ -246,8 +246,9 @@ class Write:
         for content_hash, vector in vectors.items():
             self.embedding(content_hash, vector)
 
-    def link(self, src: int, dst: int, kind: str = "derived_from") -> None:
-        self.changes.links.append(Link(src, dst, kind, self.now))
+    def link(self, src: int, dst: int) -> None:
+        """`src` was derived from `dst`."""
+        self.changes.links.append(Link(src, dst, "derived_from", self.now))
 
     def audit(self, entries: Sequence[AuditEntry]) -> None:
         self.changes.audits.extend(entries)

@@ -36,6 +36,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -103,47 +104,38 @@ def writer(n: int, url: str, log_path: str, stop: Any, seed: int) -> None:
     archived: list[int] = []
     i = 0
     pool = ThreadPoolExecutor(BURST)
+    ack_lock = threading.Lock()
     with open(log_path, "a", encoding="utf-8") as log, httpx.Client(base_url=url, headers=headers, timeout=20) as http:
 
         def ack(record: dict[str, Any]) -> None:
-            log.write(json.dumps(record) + "\n")
-            log.flush()
-            os.fsync(log.fileno())
+            with ack_lock:  # burst threads share the log
+                log.write(json.dumps(record) + "\n")
+                log.flush()
+                os.fsync(log.fileno())
+
+        def remember(content: str, key: str | None = None, kind: str = "fact") -> None:
+            body = {"content": content, "project": PROJECT, "kind": kind, **({"key": key} if key else {})}
+            r = http.post("/v1/memories", json=body)
+            if r.status_code in (200, 201):
+                reply = r.json()
+                ack({"op": "remember", "id": reply["memory"]["id"], "content": content, "key": key,
+                     "outcome": reply["outcome"], "superseded": reply.get("superseded_id")})  # fmt: skip
+                mine.append(reply["memory"]["id"])
 
         while not stop.is_set():
             i += 1
             roll = rng.random()
             try:
-                if roll < 0.08:
+                if roll < 0.08:  # a burst of concurrent writes to one key that every writer shares
                     key = f"burst.k{rng.randrange(BURST_KEYS)}"
                     contents = [f"the shared setting {key} is {i}.{j} (writer {n})" for j in range(BURST)]
-
-                    def post(content: str, key: str = key) -> httpx.Response:
-                        return http.post("/v1/memories", json={"content": content, "project": PROJECT, "key": key})
-
-                    for content, r in zip(contents, pool.map(post, contents), strict=True):
-                        if r.status_code in (200, 201):
-                            body = r.json()
-                            ack({"op": "remember", "id": body["memory"]["id"], "content": content, "key": key,
-                                 "outcome": body["outcome"], "superseded": body.get("superseded_id")})  # fmt: skip
-                            mine.append(body["memory"]["id"])
+                    list(pool.map(lambda c, key=key: remember(c, key), contents))  # type: ignore[misc]
                 elif roll < 0.55:
                     key = f"w{n}.k{rng.randrange(KEYS)}"
-                    content = f"writer {n} setting {key} has value {i} (build {rng.randrange(10**6)})"
-                    r = http.post("/v1/memories", json={"content": content, "project": PROJECT, "key": key})
-                    if r.status_code in (200, 201):
-                        body = r.json()
-                        ack({"op": "remember", "id": body["memory"]["id"], "content": content, "key": key,
-                             "outcome": body["outcome"], "superseded": body.get("superseded_id")})  # fmt: skip
-                        mine.append(body["memory"]["id"])
+                    remember(f"writer {n} setting {key} has value {i} (build {rng.randrange(10**6)})", key)
                 elif roll < 0.75:
-                    content = f"writer {n} saw event {i} in module m{rng.randrange(997)} at step {rng.random():.6f}"
-                    r = http.post("/v1/memories", json={"content": content, "project": PROJECT, "kind": "event"})
-                    if r.status_code in (200, 201):
-                        body = r.json()
-                        ack({"op": "remember", "id": body["memory"]["id"], "content": content, "key": None,
-                             "outcome": body["outcome"], "superseded": None})  # fmt: skip
-                        mine.append(body["memory"]["id"])
+                    remember(f"writer {n} saw event {i} in module m{rng.randrange(997)} at step {rng.random():.6f}",
+                             kind="event")  # fmt: skip
                 elif roll < 0.85 and mine:
                     victim = mine.pop(rng.randrange(len(mine)))
                     ack({"op": "delete-intent", "id": victim})  # a kill mid-call may leave it done, unacknowledged

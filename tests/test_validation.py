@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentmem import AgentMemError, Memory, SchemaTooNewError, StoreLockedError, ValidationError
+from agentmem import AgentMemError, Memory, NotFoundError, SchemaTooNewError, StoreLockedError, ValidationError
 
 BAD: list[tuple[str, dict[str, Any], str]] = [
     ("empty content", {"content": "   "}, "content may not be empty"),
@@ -73,3 +73,24 @@ def test_newer_schema_is_refused_untouched(data_dir, embedder) -> None:  # type:
     with pytest.raises(SchemaTooNewError, match="schema version 99"):
         Memory(data_dir, embedder=embedder)
     assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("bad", ["abc", 2.5, None, True])
+def test_get_with_a_non_id_is_bad_input(memory: Memory, bad: object) -> None:
+    with pytest.raises(ValidationError, match="memory id"):
+        memory.get(bad)  # type: ignore[arg-type]
+
+
+def test_ids_beyond_the_one_bound_are_unknown(memory: Memory) -> None:
+    from agentmem.validate import MAX_ID
+
+    with pytest.raises(NotFoundError):
+        memory.get(MAX_ID + 1)
+    with pytest.raises(ValidationError, match="1 to 2"):
+        memory.delete(ids=[MAX_ID + 1], reason="x")
+
+
+@pytest.mark.parametrize("limit", [2.5, "10", 0, True])
+def test_list_versions_with_a_bad_limit_is_bad_input(memory: Memory, limit: object) -> None:
+    with pytest.raises(ValidationError, match="limit"):
+        memory.list_versions(limit=limit)  # type: ignore[arg-type]
