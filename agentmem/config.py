@@ -52,7 +52,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     max_k: int = 1000
     access_flush_every: int = 256  # pending ids that wake the background writer early
     access_flush_seconds: float = 2.0  # how often access counts reach DuckDB, off the recall path
-    text_commit_every: int = 1000  # changes waiting in the BM25 writer that make the writer commit it
+    text_commit_every: int = 256  # changes waiting in the BM25 writer that make the writer commit it
     text_commit_seconds: float = 0.5  # quiet time after which waiting BM25 changes are committed
     vector_flush_every: int = 20_000  # changes between saves of the vector graph (the outbox covers the rest)
 

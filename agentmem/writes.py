@@ -109,11 +109,10 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
     unseen.sort(key=lambda m: -jaccard(mine, token_set(m.content)))
     extra = unseen[:n]
     candidates += extra
-    lacking = [m.content_hash for m in extra if m.id not in cosines and w.vector(m.content_hash) is None]
-    stored = engine.store.vectors(lacking, engine.model) if lacking else {}
+    indexed = ix.vectors.vectors_of([m.id for m in extra if m.id not in cosines])  # no store round trip
     for m in extra:
         own = w.vector(m.content_hash)
-        own = stored.get(m.content_hash) if own is None else own
+        own = indexed.get(m.id) if own is None else own
         if m.id not in cosines and own is not None:
             cosines[m.id] = float(np.dot(vector, own))
     return decide(

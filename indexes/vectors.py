@@ -147,6 +147,14 @@ class VectorIndex:
             self.applied_seq = max(self.applied_seq, seq)
             self.unsaved += len(upserts) + len(deletes)
 
+    def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of those `ids` that are in the index."""
+        with self._lock:
+            held = [i for i in ids if i in self._live]
+            if not held:
+                return {}
+            return dict(zip(held, np.asarray(self._hnsw.get_items(held), dtype=np.float32), strict=True))
+
     def _scrub(self, label: int) -> None:
         noise = np.random.default_rng(label).standard_normal(self.dim).astype(np.float32)
         noise /= np.linalg.norm(noise)
