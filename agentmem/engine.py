@@ -298,10 +298,10 @@ class Engine:
 
     def purge(self) -> None:
         """After a governance delete: rebuild BM25 from the store (deleted documents stay in
-        Tantivy's segment files until a merge; a rebuild writes only what is current) and save the
-        vector graph (the purge overwrote the vectors in memory; the file still held them). It
-        runs beside the writer, not under it: other writes go on, and one rebuild serves every
-        delete that was committed before it started."""
+        Tantivy's segment files until a merge; a rebuild writes only what is current) and
+        overwrite the erased vectors in the saved vector graph (the purge overwrote them in memory
+        already). It runs beside the writer, not under it: other writes go on, and one rebuild
+        serves every delete that was committed before it started."""
         with self._purge_lock:
             self._purge_asked += 1
             ticket = self._purge_asked
@@ -310,7 +310,7 @@ class Engine:
                 return
             covers = self._purge_asked
             self.indexes.rebuild(["bm25"])
-            self.indexes.vectors.flush(force=True)
+            self.indexes.vectors.erase_from_file()
             self._purge_done = covers
         self.store.checkpoint()
 

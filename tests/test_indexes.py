@@ -79,3 +79,26 @@ def test_vector_similarity_is_cosine(tmp_path) -> None:  # type: ignore[no-untyp
     ix.apply([d], [], seq=1)
     q = E.embed(["hello there world"])[0]
     assert ix.search(q, 1)[0][1] == pytest.approx(float(np.dot(q, d.vector)), abs=1e-5)
+
+
+@pytest.mark.parametrize("already_deleted", [False, True])
+def test_erased_vectors_are_overwritten_in_the_saved_file(tmp_path, already_deleted: bool) -> None:  # type: ignore[no-untyped-def]
+    """A purge overwrites the vector in the saved graph in place (no full save); the file still loads."""
+    path = tmp_path / "vectors"
+    ix = VectorIndex.create(path, E.dim, E.name)
+    docs = [_doc(i, f"alpha beta note {i} about topic {i * 7}") for i in range(1, 41)]
+    ix.apply(docs, [], seq=1)
+    if already_deleted:
+        ix.apply([], [7], seq=2)  # superseded long ago: hidden, its vector still stored
+    ix.flush(force=True)
+    secret = np.asarray(docs[6].vector, dtype=np.float32).tobytes()
+    files = list(path.glob("vectors.*.bin"))
+    assert len(files) == 1 and secret in files[0].read_bytes()
+    ix.apply([], [7], seq=3, scrub=[7])
+    assert ix.erase_from_file() == 1 and secret not in files[0].read_bytes()
+    assert ix.erase_from_file() == 0  # nothing left to do
+    again = VectorIndex(path, E.dim, E.name)  # as after a crash: the patched file is what loads
+    # its labels are those of the last save (the outbox replays the purge), but not its vector
+    assert (7 in again.ids()) != already_deleted
+    assert all(v.tobytes() != secret for v in again.vectors_of([7]).values())
+    assert again.search(docs[11].vector, 1)[0][0] == 12  # the other vectors are intact

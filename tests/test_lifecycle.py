@@ -340,6 +340,8 @@ def test_governance_delete_leaves_no_trace(memory: Memory, data_dir: Path, clock
     assert memory.get(v1.id).content  # nothing changed yet
     report = memory.delete(lineages=[v2.id], reason="GDPR erasure request 17", actor="dpo")
     assert report.versions == 2 and report.audit_id
+    for vec in vectors.values():  # the saved vector graph was overwritten in place, before any new save
+        assert _raw_contains(data_dir / "index", np.asarray(vec, dtype=np.float32)[:8].tobytes()) == []
     for v in (v1, v2):
         tomb = memory.get(v.id)
         assert tomb.status == "deleted" and tomb.content == "" and tomb.key is None and tomb.content_hash == ""
