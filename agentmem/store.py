@@ -24,7 +24,7 @@ from agentmem.filters import ALL, Filter
 from agentmem.migrations import migrate
 from agentmem.records import Link, MemoryVersion, Triple
 from agentmem.text import identity, sha256, slot_of
-from indexes.docs import OutboxOp
+from indexes.docs import OutboxEntry, OutboxOp
 
 # Column order of every SELECT that builds a MemoryVersion.
 COLUMNS = (
@@ -533,6 +533,15 @@ class Store:
             .fetchall()
         )
         return {r[0] for r in rows}
+
+    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
+        """The index outbox entries after `seq`, oldest first, at most `limit`."""
+        rows = (
+            self.cursor()
+            .execute("SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit])
+            .fetchall()
+        )
+        return [OutboxEntry(*r) for r in rows]
 
     # -- the provider's reply cache ------------------------------------------
 
