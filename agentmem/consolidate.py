@@ -38,6 +38,7 @@ from agentmem import writes
 from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import NotFoundError, ProviderError, ValidationError
+from agentmem.filters import Filter
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforced, reinforcement
 from agentmem.supersede import NEVER_SUPERSEDED
@@ -46,7 +47,7 @@ from agentmem.text import normalise
 PASSES = ("episodic", "semantic", "procedural")
 EPISODE_PREFIX = "session:"
 PROCEDURE_PREFIX = "procedure:"
-RAW = "tier = 'working' AND kind IN ('observation', 'event')"
+RAW = Filter(tiers=("working",), kinds=("observation", "event"), exclude_deleted=True)  # raw observations
 _FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|c|h|cc|cpp|hpp|cs|"
                    r"php|sh|sql|md|rst|txt|toml|yaml|yml|json|ini|cfg|html|css))(?![\w/])")  # fmt: skip
 _STOP = frozenset(
@@ -140,36 +141,19 @@ def _count(counts: PassCounts, outcome: str, ids: list[int], m: MemoryVersion | 
 
 def _open_sessions(mem: Engine, project: str) -> list[str]:
     """Sessions with raw observations no current episode covers yet."""
-    rows = (
-        mem.store.cursor()
-        .execute(
-            f"SELECT DISTINCT session FROM memories m WHERE project = ? AND session IS NOT NULL AND {RAW} "
-            "AND status <> 'deleted' AND NOT EXISTS (SELECT 1 FROM links l JOIN memories e ON e.id = l.src_id "
-            "WHERE l.dst_id = m.id AND l.kind = 'derived_from' AND e.tier = 'episodic' AND e.is_latest "
-            "AND e.status = 'active') ORDER BY session",
-            [project],
-        )
-        .fetchall()
-    )
-    return [r[0] for r in rows]
+    return mem.store.sessions_not_derived_into(RAW.narrow(projects=(project,)), "episodic")
 
 
 def _current_episode(mem: Engine, project: str, session: str) -> MemoryVersion | None:
-    found = mem.store.where(
-        "project = ? AND source_ref = ? AND tier = 'episodic' AND source = 'consolidation' AND is_latest "
-        "AND status = 'active'",
-        [project, EPISODE_PREFIX + session],
-        order="id DESC",
-        limit=1,
-    )
+    episodes = Filter(projects=(project,), source_ref=EPISODE_PREFIX + session, tiers=("episodic",),
+                      source="consolidation", current_only=True)  # fmt: skip
+    found = mem.store.versions(episodes, order="-id", limit=1)
     return found[0] if found else None
 
 
 def episode(mem: Engine, project: str, session: str, *, actor: str = "local") -> EpisodeResult:
     """Turn one session's observations into its episodic memory (or a new version of it)."""
-    observed = mem.store.where(
-        f"project = ? AND session = ? AND {RAW} AND status <> 'deleted'", [project, session], order="valid_from, id"
-    )
+    observed = mem.store.versions(RAW.narrow(projects=(project,), session=session), order="valid_from")
     if not observed:
         raise NotFoundError(f"no observations for session {session!r} in project {project!r}")
     ids = [o.id for o in observed]
@@ -405,14 +389,10 @@ def _archive_children(mem: Engine, target: MemoryVersion, actor: str) -> int:
 
 def _procedural(mem: Engine, project: str, report: ConsolidationReport, actor: str) -> None:
     cfg = mem.config.consolidation
-    rows = mem.store.where(
-        f"project = ? AND session IS NOT NULL AND title IS NOT NULL AND {RAW} AND status <> 'deleted'",
-        [project],
-        order="session, valid_from, id",
-    )
     runs: dict[str, list[tuple[str, int]]] = {}
-    for m in rows:
-        assert m.session is not None and m.title is not None
+    for m in mem.store.versions(RAW.narrow(projects=(project,)), order="session"):
+        if m.session is None or m.title is None:  # not a step of a session
+            continue
         step = " ".join(m.title.lower().split())
         seq = runs.setdefault(m.session, [])
         if not seq or seq[-1][0] != step:  # a step repeated at once is one step

@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from agentmem.filters import Filter
 from agentmem.records import MemoryVersion
-from agentmem.store import INDEXABLE, Store
+from agentmem.store import Store
 from agentmem.supersede import carried
 from indexes.docs import Doc, OutboxEntry
 
+CURRENT = Filter(current_only=True)  # what the indexes hold
 _DOC_COLUMNS = ("id", "title", "content", "project", "agent", "kind", "tier")
 
 # `history`: the contents of the versions this one superseded (erased ones are gone)
@@ -70,12 +72,7 @@ class StoreSource:
         self.model = model
 
     def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
-        rows = (
-            self.store.cursor()
-            .execute("SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit])
-            .fetchall()
-        )
-        return [OutboxEntry(*r) for r in rows]
+        return self.store.outbox_after(seq, limit)
 
     def docs(self, ids: Sequence[int]) -> list[Doc]:
         if not ids:
@@ -99,11 +96,10 @@ class StoreSource:
             cur.close()
 
     def indexable_count(self) -> int:
-        return int(self.store.scalar(f"SELECT count(*) FROM memories WHERE {INDEXABLE}"))
+        return self.store.count(CURRENT)
 
     def indexable_ids(self) -> set[int]:
-        rows = self.store.cursor().execute(f"SELECT id FROM memories WHERE {INDEXABLE}").fetchall()
-        return {r[0] for r in rows}
+        return set(self.store.ids(CURRENT))
 
     def last_seq(self) -> int:
         return self.store.last_seq

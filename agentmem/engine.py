@@ -31,10 +31,11 @@ from agentmem.audit import AuditEntry
 from agentmem.config import Config
 from agentmem.documents import StoreSource, doc_of
 from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
+from agentmem.filters import Filter
 from agentmem.live import LiveSet
 from agentmem.provider import Provider
 from agentmem.records import MemoryVersion
-from agentmem.store import INDEXABLE, Store, compact
+from agentmem.store import Store, compact
 from agentmem.unit import Write
 from agentmem.validate import MAX_ID
 from agentmem.writer import Writer
@@ -47,6 +48,7 @@ log = logging.getLogger("agentmem")
 DB_FILE = "agentmem.duckdb"
 
 T = TypeVar("T")
+CURRENT = Filter(current_only=True)
 
 
 class Engine:
@@ -71,7 +73,7 @@ class Engine:
         self._purge_done = 0
         self.store = Store(path / DB_FILE)
         try:
-            self.live = LiveSet(self.store.where(INDEXABLE))
+            self.live = LiveSet(self.store.versions(CURRENT))
             self.writer = Writer(self._new_unit, self._commit)
             self._backfill_embeddings()
             self.source = StoreSource(self.store, self.model)
@@ -206,15 +208,7 @@ class Engine:
 
     def _backfill_embeddings(self) -> None:
         """Embed current memories that have no vector for this model (first open with a new model)."""
-        rows = (
-            self.store.cursor()
-            .execute(
-                f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
-                [self.model],
-            )
-            .fetchall()
-        )
+        rows = self.store.unembedded(self.model)
         if not rows:
             return
         log.warning("embedding %d memories for model %s", len(rows), self.model)

@@ -19,6 +19,7 @@ from agentmem import validate
 from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
+from agentmem.filters import Filter, one_of
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
 from agentmem.unit import Write
@@ -282,20 +283,15 @@ def _victims(
         chosen = {found[i].id: found[i] for i in ids}
         whole = sorted({found[i].lineage_id for i in lineages})
         if whole:
-            chosen.update((v.id, v) for v in store.where("lineage_id IN (SELECT unnest(?::BIGINT[]))", [whole]))
+            chosen.update((v.id, v) for v in store.versions(Filter(lineages=tuple(whole))))
         victims = [v for v in chosen.values() if v.status != "deleted"]
     else:
         if scope is not None and not scope:
             return []
-        conds: list[str] = ["status <> 'deleted'"]
-        params: list[Any] = []
-        for cond, value in (("project = ?", project), ("created_at >= ?", start), ("created_at < ?", end)):
-            if value is not None:
-                conds.append(cond)
-                params.append(value)
-        for column, values in (("kind", kinds), ("project", scope)):
-            if values:
-                conds.append(f"{column} IN (SELECT unnest(?::VARCHAR[]))")
-                params.append(list(values))
-        victims = store.where(" AND ".join(conds), params)
+        projects = one_of(scope)
+        if project is not None:  # within the caller's scope, if it has one
+            projects = (project,) if projects is None or project in projects else ()
+        victims = store.versions(
+            Filter(projects=projects, kinds=one_of(kinds), created_from=start, created_to=end, exclude_deleted=True)
+        )
     return sorted(victims, key=lambda v: v.id)

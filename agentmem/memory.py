@@ -24,14 +24,15 @@ from agentmem.config import Config
 from agentmem.context import Context, working_set
 from agentmem.engine import DB_FILE, Engine
 from agentmem.errors import ValidationError
+from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.live import LiveSet
 from agentmem.migrations import LATEST
 from agentmem.provider import Provider
-from agentmem.recall import as_of_candidates, fuse, sql_filters
+from agentmem.recall import as_of_candidates, fuse
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
 from agentmem.retention import Retention, retention
-from agentmem.store import INDEXABLE, Store
+from agentmem.store import Store
 from indexes.docs import IndexFailure
 from indexes.embed import Embedder, embed_query
 from indexes.sync import Consistency, IndexSet
@@ -153,8 +154,7 @@ class Memory:
 
     def history(self, memory_id: int) -> list[MemoryVersion]:
         """Every version of the memory's lineage, oldest first, with their death records."""
-        lineage = self.get(memory_id).lineage_id
-        return self.store.where("lineage_id = ?", [lineage], order="version")
+        return self.store.lineage(self.get(memory_id).lineage_id)
 
     def list_versions(
         self,
@@ -173,25 +173,18 @@ class Memory:
             raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
         if status is not None and status not in STATUSES:
             raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)}")
-        conds: list[str] = []
-        params: list[Any] = []
-        if projects is not None:
-            if not projects:
-                return [], None
-            conds.append(f"project IN ({', '.join('?' * len(projects))})")
-            params.extend(projects)
-        more, more_params = sql_filters(None, validate.name(agent, "agent", self.config), tiers, kinds)
-        conds += more
-        params += more_params
-        if status is not None:
-            conds.append("status = ?")
-            params.append(status)
-        if latest_only:
-            conds.append("is_latest")
-        if before_id is not None:
-            conds.append("id < ?")
-            params.append(int(before_id))
-        rows = self.store.where(" AND ".join(conds) or "true", params, order="id DESC", limit=limit + 1)
+        if projects is not None and not projects:
+            return [], None
+        scope = Filter(
+            projects=None if projects is None else tuple(projects),
+            kinds=one_of(kinds),
+            tiers=one_of(tiers),
+            agent=validate.name(agent, "agent", self.config),
+            statuses=None if status is None else (status,),
+            latest_only=latest_only,
+            before_id=None if before_id is None else int(before_id),
+        )
+        rows = self.store.versions(scope, order="-id", limit=limit + 1)
         return rows[:limit], (rows[limit - 1].id if len(rows) > limit else None)
 
     def links(self, memory_id: int) -> list[Link]:
@@ -222,12 +215,13 @@ class Memory:
         kinds = [validate.choice(x, self.config.kinds, "kind") for x in kinds]
         when = validate.utc(as_of, "as_of")
         if when is not None:
-            filters, params = sql_filters(project, agent, tiers, kinds)
+            scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
+                           kinds=one_of(kinds))  # fmt: skip
             qv = self._query_vector(query)
             if qv is not None:
                 self._vector_error = None
             n = max(self.config.recall_candidates, 4 * k)
-            found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, filters, params)
+            found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, scope)
             return fuse(*found, now=when, k=k, weights=self.config.weights, kinds=self.config.kinds)
         self.engine.refresh()  # read your writes: every acknowledged change is searchable
         n = max(self.config.recall_candidates, 4 * k)
@@ -398,21 +392,15 @@ class Memory:
     def stats(self, projects: Sequence[str] | None = None) -> Stats:
         """Counts over the store (within `projects` when given) and the indexes."""
         s = self.store
-        where, params = (
-            ("true", [])
-            if projects is None
-            else (f"project IN ({', '.join('?' * len(projects))})" if projects else "false", list(projects))
-        )
+        scope = Filter(projects=None if projects is None else tuple(projects))
         return Stats(
-            versions=int(s.scalar(f"SELECT count(*) FROM memories WHERE {where}", params)),
-            latest_active=int(s.scalar(f"SELECT count(*) FROM memories WHERE {where} AND {INDEXABLE}", params)),
-            by_status=s.counts("status", where, params),
-            by_tier=s.counts("tier", where, params),
-            by_kind=s.counts("kind", where, params),
-            projects=int(s.scalar(f"SELECT count(DISTINCT project) FROM memories WHERE {where}", params)),
-            links=int(
-                s.scalar(f"SELECT count(*) FROM links WHERE src_id IN (SELECT id FROM memories WHERE {where})", params)
-            ),
+            versions=s.count(scope),
+            latest_active=s.count(scope.narrow(current_only=True)),
+            by_status=s.counts_by("status", scope),
+            by_tier=s.counts_by("tier", scope),
+            by_kind=s.counts_by("kind", scope),
+            projects=len(s.counts_by("project", scope)),
+            links=s.count_links(scope),
             outbox_pending=self.indexes.lag(),
             bm25_docs=self.indexes.bm25.count(),
             vector_docs=self.indexes.vectors.count(),

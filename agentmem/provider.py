@@ -107,10 +107,10 @@ class Provider:
 
     def _ask(self, body: dict[str, object], parse_reply: Callable[[str], T]) -> T:
         key = sha256(json.dumps(body, sort_keys=True, ensure_ascii=False))
-        row = self.store.cursor().execute("SELECT reply FROM provider_cache WHERE prompt_hash = ?", [key]).fetchone()
-        if row is not None:
+        cached = self.store.cached_reply(key)
+        if cached is not None:
             self.cache_hits += 1
-            return parse_reply(row[0])
+            return parse_reply(cached)
         self.calls += 1
         try:
             r = self._http.post("/chat/completions", json=body)
@@ -121,11 +121,8 @@ class Provider:
         if not isinstance(content, str):
             raise ProviderError("provider reply has no text content")
         parsed = parse_reply(content)  # only a well-formed reply is cached
-        with self._lock, self.store.transaction() as tx:
-            tx.execute(
-                "INSERT OR IGNORE INTO provider_cache VALUES (?, ?, ?, ?)",
-                [key, self.config.model, content, datetime.now(UTC)],
-            )
+        with self._lock:
+            self.store.cache_reply(key, self.config.model, content, datetime.now(UTC))
         return parsed
 
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
+from agentmem.filters import Filter
 from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Weights, score
 from agentmem.records import Hit, MemoryVersion
-from agentmem.store import COLUMNS, Store, to_version
+from agentmem.store import Store
 from agentmem.supersede import STOPWORDS
 from agentmem.text import folded_words, stem, tokens
 
@@ -44,25 +43,6 @@ def fuse(
     return hits[:k]
 
 
-def sql_filters(
-    project: str | None, agent: str | None, tiers: Sequence[str], kinds: Sequence[str]
-) -> tuple[list[str], list[Any]]:
-    """WHERE conditions (and their parameters) for the scope filters."""
-    filters: list[str] = []
-    params: list[Any] = []
-    if project is not None:
-        filters.append("project = ?")
-        params.append(project)
-    if agent is not None:
-        filters.append("agent = ?")
-        params.append(agent)
-    for column, values in (("tier", tiers), ("kind", kinds)):
-        if values:
-            filters.append(f"{column} IN ({', '.join('?' * len(values))})")
-            params.extend(values)
-    return filters, params
-
-
 def query_prefixes(query: str) -> set[str]:
     """The query's words as the starts of words to look for: accent-folded, lower case, no
     stopwords, each cut to what it shares with its stem ("policies" -> "polic", "stored" -> "stor")."""
@@ -80,47 +60,21 @@ def as_of_candidates(
     query_vector: np.ndarray | None,
     when: datetime,
     n: int,
-    filters: list[str],
-    params: list[Any],
+    scope: Filter,
 ) -> tuple[list[MemoryVersion], Ranked, Ranked]:
-    """Every version valid at `when` (valid_from <= when < valid_to), ranked by cosine in DuckDB,
-    plus a keyword-overlap ranking of the same versions (the BM25 index holds only current ones).
+    """Every version in `scope` valid at `when` (valid_from <= when < valid_to), ranked by cosine in
+    DuckDB, plus a keyword-overlap ranking of the same versions (the BM25 index holds only current ones).
 
     Without a query vector (the model is down) the versions are ranked by how many of the
     query's words their text contains, and there is no vector ranking."""
-    where = " AND ".join(
-        [
-            *(f"m.{f}" for f in filters),
-            "m.status <> 'deleted'",
-            "m.valid_from <= ?",
-            "(m.valid_to IS NULL OR m.valid_to > ?)",
-            "(m.expires_at IS NULL OR m.expires_at > ?)",
-        ]
-    )
-    cols = ", ".join(f"m.{c}" for c in COLUMNS)
+    valid = scope.narrow(exclude_deleted=True, valid_at=when)
     if query_vector is not None:
-        score, score_params = "list_cosine_similarity(e.vector, ?::FLOAT[])", [query_vector.tolist()]
-        source = "memories m JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ?"
-        source_params: list[Any] = [model]
+        nearest = store.nearest(valid, model, query_vector, n)
+        versions = [v for v, _ in nearest]
+        vector_hits = [(v.id, s) for v, s in nearest]
     else:
         words = sorted(query_prefixes(query), key=lambda w: (-len(w), w))[:16]
-        if not words:
-            return [], [], []
-        score = " + ".join(["regexp_matches(lower(strip_accents(m.content)), ?)::INTEGER"] * len(words))
-        score_params = [rf"\b{re.escape(w)}" for w in words]
-        source, source_params = "memories m", []
-        where += f" AND ({score}) > 0"
-    rows = (
-        store.cursor()
-        .execute(
-            f"SELECT {cols}, {score} AS score FROM {source} WHERE {where} ORDER BY score DESC, m.id DESC "
-            f"LIMIT {int(n)}",
-            [*score_params, *source_params, *params, when, when, when, *(score_params if query_vector is None else [])],
-        )
-        .fetchall()
-    )
-    versions = [to_version(r[:-1]) for r in rows]
-    vector_hits = [(r[0], float(r[-1])) for r in rows] if query_vector is not None else []
+        versions, vector_hits = store.word_matches(valid, words, n), []
     q = set(tokens(query))
     overlap = [(v.id, len(q & set(tokens(v.content))) / max(1, len(q))) for v in versions]
     text_hits = sorted(((i, s) for i, s in overlap if s > 0), key=lambda x: -x[1])

@@ -7,22 +7,24 @@ serialised by the caller; reads use one cursor per thread.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
 from agentmem.errors import NotFoundError, StoreError, StoreLockedError
+from agentmem.filters import ALL, Filter
 from agentmem.migrations import migrate
 from agentmem.records import Link, MemoryVersion, Triple
 from agentmem.text import identity, sha256, slot_of
-from indexes.docs import OutboxOp
+from indexes.docs import OutboxEntry, OutboxOp
 
 # Column order of every SELECT that builds a MemoryVersion.
 COLUMNS = (
@@ -75,6 +77,63 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 
 def _placeholders(n: int) -> str:
     return ", ".join("?" * n)
+
+
+# -- the one translation of a Filter into SQL ------------------------------------------
+
+_ONE_OF = (
+    ("id", "ids", "BIGINT"), ("lineage_id", "lineages", "BIGINT"), ("project", "projects", "VARCHAR"),
+    ("kind", "kinds", "VARCHAR"), ("tier", "tiers", "VARCHAR"), ("status", "statuses", "VARCHAR"),
+)  # fmt: skip
+_EQUALS = ("agent", "session", "source", "source_ref", "content_hash")
+
+# How a read may order versions (ties broken by id where the order alone does not decide).
+Order = Literal["id", "-id", "version", "valid_from", "session"]
+_ORDER_SQL: dict[str, str] = {
+    "id": "id", "-id": "id DESC", "version": "version", "valid_from": "valid_from, id",
+    "session": "session, valid_from, id",
+}  # fmt: skip
+
+
+def filter_sql(f: Filter, alias: str = "") -> tuple[str, list[Any]]:
+    """The WHERE condition selecting `f`'s versions, and its parameters: every value the caller
+    gave is a bound parameter, never SQL text. `alias` names the memories table in a join."""
+    col = f"{alias}.{{}}".format if alias else str
+    conds: list[str] = []
+    params: list[Any] = []
+    for column, field, sql_type in _ONE_OF:
+        values = getattr(f, field)
+        if values is None:
+            continue
+        if len(values) == 1:
+            conds.append(f"{col(column)} = ?")
+            params.append(values[0])
+        else:
+            conds.append(f"{col(column)} IN (SELECT unnest(?::{sql_type}[]))")
+            params.append(list(values))
+    for column in _EQUALS:
+        value = getattr(f, column)
+        if value is not None:
+            conds.append(f"{col(column)} = ?")
+            params.append(value)
+    if f.exclude_deleted:
+        conds.append(f"{col('status')} <> 'deleted'")
+    if f.latest_only:
+        conds.append(col("is_latest"))
+    if f.current_only:
+        conds.append(f"{col('is_latest')} AND {col('status')} = 'active'")
+    for cond, value in (("created_at >= ?", f.created_from), ("created_at < ?", f.created_to),
+                        ("id < ?", f.before_id)):  # fmt: skip
+        if value is not None:
+            conds.append(col(cond))
+            params.append(value)
+    if f.valid_at is not None:
+        conds.append(
+            f"{col('valid_from')} <= ? AND ({col('valid_to')} IS NULL OR {col('valid_to')} > ?) "
+            f"AND ({col('expires_at')} IS NULL OR {col('expires_at')} > ?)"
+        )
+        params += [f.valid_at] * 3
+    return " AND ".join(conds) or "true", params
 
 
 class Store:
@@ -338,10 +397,175 @@ class Store:
     def where(
         self, condition: str, params: Sequence[Any] = (), order: str = "id", limit: int | None = None
     ) -> list[MemoryVersion]:
+        """Versions by a raw SQL condition: the engine's startup read and tests only. Everything
+        else asks `versions(Filter(...))`, so SQL stays in this module."""
         sql = f"{SELECT} WHERE {condition} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [to_version(r) for r in self.cursor().execute(sql, list(params)).fetchall()]
+
+    def versions(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[MemoryVersion]:
+        """The versions `f` selects, in `order`, at most `limit` of them."""
+        where, params = filter_sql(f)
+        return self.where(where, params, order=_ORDER_SQL[order], limit=limit)
+
+    def ids(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[int]:
+        """The ids of the versions `f` selects."""
+        where, params = filter_sql(f)
+        sql = f"SELECT id FROM memories WHERE {where} ORDER BY {_ORDER_SQL[order]}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [r[0] for r in self.cursor().execute(sql, params).fetchall()]
+
+    def lineage(self, lineage_id: int) -> list[MemoryVersion]:
+        """Every version of one lineage, oldest first."""
+        return self.versions(Filter(lineages=(lineage_id,)), order="version")
+
+    def count(self, f: Filter) -> int:
+        where, params = filter_sql(f)
+        return int(self.scalar(f"SELECT count(*) FROM memories WHERE {where}", params))
+
+    def counts_by(self, column: Literal["status", "tier", "kind", "project"], f: Filter = ALL) -> dict[str, int]:
+        """How many of `f`'s versions have each value of `column`, by value."""
+        where, params = filter_sql(f)
+        sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
+        return {str(k): int(n) for k, n in self.cursor().execute(sql, params).fetchall()}
+
+    def count_links(self, f: Filter) -> int:
+        """How many links start at one of `f`'s versions."""
+        where, params = filter_sql(f)
+        sql = f"SELECT count(*) FROM links WHERE src_id IN (SELECT id FROM memories WHERE {where})"
+        return int(self.scalar(sql, params))
+
+    def links_from(self, f: Filter) -> list[Link]:
+        """The links that start at one of `f`'s versions, oldest first."""
+        where, params = filter_sql(f)
+        rows = (
+            self.cursor()
+            .execute(
+                "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id IN "
+                f"(SELECT id FROM memories WHERE {where}) ORDER BY created_at, src_id, dst_id",
+                params,
+            )
+            .fetchall()
+        )
+        return [Link(*r) for r in rows]
+
+    def versions_with_vectors(self, f: Filter, model: str) -> Iterator[tuple[MemoryVersion, list[float] | None]]:
+        """`f`'s versions by id, each with its `model` embedding (None if it has none), streamed."""
+        where, params = filter_sql(f, "m")
+        cur = self.new_cursor()  # its own: the caller may read on this thread between batches
+        try:
+            cols = ", ".join(f"m.{c}" for c in COLUMNS)
+            cur.execute(
+                f"SELECT {cols}, e.vector FROM memories m LEFT JOIN embeddings e "
+                f"ON e.content_hash = m.content_hash AND e.model = ? WHERE {where} ORDER BY m.id",
+                [model, *params],
+            )
+            while rows := cur.fetchmany(1000):
+                for r in rows:
+                    yield to_version(r[:-1]), (list(r[-1]) if r[-1] is not None else None)
+        finally:
+            cur.close()
+
+    def nearest(self, f: Filter, model: str, vector: np.ndarray, n: int) -> list[tuple[MemoryVersion, float]]:
+        """At most `n` of `f`'s versions by cosine similarity of their `model` embedding to `vector`,
+        best first (newest first among equals)."""
+        where, params = filter_sql(f, "m")
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        rows = (
+            self.cursor()
+            .execute(
+                f"SELECT {cols}, list_cosine_similarity(e.vector, ?::FLOAT[]) AS score FROM memories m "
+                f"JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ? WHERE {where} "
+                f"ORDER BY score DESC, m.id DESC LIMIT {int(n)}",
+                [vector.tolist(), model, *params],
+            )
+            .fetchall()
+        )
+        return [(to_version(r[:-1]), float(r[-1])) for r in rows]
+
+    def word_matches(self, f: Filter, prefixes: Sequence[str], n: int) -> list[MemoryVersion]:
+        """At most `n` of `f`'s versions whose accent-folded, lower-case content has a word starting
+        with one of `prefixes`, those matching the most prefixes first (newest first among equals)."""
+        if not prefixes:
+            return []
+        where, params = filter_sql(f, "m")
+        patterns = [rf"\b{re.escape(p)}" for p in prefixes]
+        score = " + ".join(["regexp_matches(lower(strip_accents(m.content)), ?)::INTEGER"] * len(patterns))
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        rows = (
+            self.cursor()
+            .execute(
+                f"SELECT {cols}, {score} AS score FROM memories m WHERE {where} AND ({score}) > 0 "
+                f"ORDER BY score DESC, m.id DESC LIMIT {int(n)}",
+                [*patterns, *params, *patterns],
+            )
+            .fetchall()
+        )
+        return [to_version(r[:-1]) for r in rows]
+
+    def sessions_not_derived_into(self, f: Filter, tier: str) -> list[str]:
+        """The sessions of `f`'s versions that hold one no current version of `tier` was derived from."""
+        where, params = filter_sql(f, "m")
+        rows = (
+            self.cursor()
+            .execute(
+                f"SELECT DISTINCT m.session FROM memories m WHERE {where} AND m.session IS NOT NULL AND NOT EXISTS "
+                "(SELECT 1 FROM links l JOIN memories e ON e.id = l.src_id WHERE l.dst_id = m.id "
+                "AND l.kind = 'derived_from' AND e.tier = ? AND e.is_latest AND e.status = 'active') "
+                "ORDER BY m.session",
+                [*params, tier],
+            )
+            .fetchall()
+        )
+        return [r[0] for r in rows]
+
+    def unembedded(self, model: str) -> list[tuple[str, str]]:
+        """(content hash, content) of current versions with no vector for `model` (a new model)."""
+        rows = (
+            self.cursor()
+            .execute(
+                f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
+                [model],
+            )
+            .fetchall()
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def embedded(self, hashes: Sequence[str], model: str) -> set[str]:
+        """Which of these content hashes have a stored `model` embedding."""
+        rows = (
+            self.cursor()
+            .execute(
+                "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN "
+                "(SELECT unnest(?::VARCHAR[]))",
+                [model, list(hashes)],
+            )
+            .fetchall()
+        )
+        return {r[0] for r in rows}
+
+    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
+        """The index outbox entries after `seq`, oldest first, at most `limit`."""
+        rows = (
+            self.cursor()
+            .execute("SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit])
+            .fetchall()
+        )
+        return [OutboxEntry(*r) for r in rows]
+
+    # -- the provider's reply cache ------------------------------------------
+
+    def cached_reply(self, prompt_hash: str) -> str | None:
+        row = self.cursor().execute("SELECT reply FROM provider_cache WHERE prompt_hash = ?", [prompt_hash]).fetchone()
+        return None if row is None else str(row[0])
+
+    def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
+        """Keep a reply (the first one stays if two race); the caller serialises it with the writer."""
+        with self.transaction() as tx:
+            tx.execute("INSERT OR IGNORE INTO provider_cache VALUES (?, ?, ?, ?)", [prompt_hash, model, reply, at])
 
     def has_embedding(self, content_hash: str, model: str) -> bool:
         row = (
@@ -415,11 +639,6 @@ class Store:
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = self.cursor().execute(sql, list(params)).fetchone()
         return row[0] if row else None
-
-    def counts(self, column: str, where: str = "true", params: Sequence[Any] = ()) -> dict[str, int]:
-        sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
-        rows = self.cursor().execute(sql, list(params)).fetchall()
-        return {str(k): int(n) for k, n in rows}
 
 
 def compact(path: Path) -> tuple[int, int]:

@@ -13,9 +13,9 @@ from tqdm import tqdm
 from agentmem import validate
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
+from agentmem.filters import Filter
 from agentmem.kinds import KINDS, STATUSES, TIERS
 from agentmem.records import Link, MemoryVersion
-from agentmem.store import COLUMNS, to_version
 from agentmem.text import sha256
 
 FORMAT = "agentmem-export"
@@ -54,32 +54,11 @@ def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Itera
         )
         + b"\n"
     )
-    cur = store.new_cursor()
-    try:
-        cols = ", ".join(f"m.{c}" for c in COLUMNS)
-        scope, params = "true", []
-        if projects is not None:
-            scope = f"m.project IN ({', '.join('?' * len(projects))})" if projects else "false"
-            params = list(projects)
-        cur.execute(
-            f"SELECT {cols}, e.vector FROM memories m LEFT JOIN embeddings e "
-            f"ON e.content_hash = m.content_hash AND e.model = ? WHERE {scope} ORDER BY m.id",
-            [model, *params],
-        )
-        while rows := cur.fetchmany(1000):
-            for r in rows:
-                yield (
-                    _encoder.encode(VersionLine(to_version(r[:-1]), list(r[-1]) if r[-1] is not None else None)) + b"\n"
-                )
-        cur.execute(
-            "SELECT src_id, dst_id, kind, created_at FROM links "
-            f"WHERE src_id IN (SELECT m.id FROM memories m WHERE {scope}) ORDER BY created_at, src_id, dst_id",
-            params,
-        )
-        for r in cur.fetchall():
-            yield _encoder.encode(LinkLine(Link(*r))) + b"\n"
-    finally:
-        cur.close()
+    scope = Filter(projects=None if projects is None else tuple(projects))
+    for v, vector in store.versions_with_vectors(scope, model):
+        yield _encoder.encode(VersionLine(v, vector)) + b"\n"
+    for link in store.links_from(scope):
+        yield _encoder.encode(LinkLine(link)) + b"\n"
 
 
 def _check(v: MemoryVersion, where: str, kinds: Collection[str]) -> None:
@@ -157,15 +136,7 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
                 vectors.setdefault(v.content_hash, np.asarray(line.embedding, dtype=np.float32))
     if any(vec.shape != (embedder.dim,) for vec in vectors.values()):
         raise ValidationError(f"embeddings in the file are not all {embedder.dim}-dimensional")
-    stored = {
-        r[0]
-        for r in store.cursor()
-        .execute(
-            "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN (SELECT unnest(?::VARCHAR[]))",
-            [embedder.name, list({v.content_hash for v in inserted})],
-        )
-        .fetchall()
-    }
+    stored = store.embedded(list({v.content_hash for v in inserted}), embedder.name)
     missing = {
         v.content_hash: v.content
         for v in inserted
@@ -182,7 +153,7 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
         bar.close()
     with engine.write() as w:
         if ids:
-            taken = store.scalar("SELECT count(*) FROM memories WHERE id IN (SELECT unnest(?::BIGINT[]))", [ids])
+            taken = store.count(Filter(ids=tuple(ids)))
             if taken:
                 raise ConflictError(
                     f"{taken} of the file's memory ids are already in this store: import into an empty data directory"

@@ -26,6 +26,7 @@ from agentmem.admission.extract import Candidate
 from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ValidationError
+from agentmem.filters import Filter
 from agentmem.records import NewMemory
 from agentmem.text import sha256
 
@@ -132,16 +133,10 @@ class Scan:
 
     def _seen(self, c: Candidate) -> int | None:
         """The version that already holds this exact statement from this exact place (a re-scan), if any."""
-        row = (
-            self.mem.store.cursor()
-            .execute(
-                "SELECT id FROM memories WHERE project = ? AND source = ? AND source_ref = ? AND content_hash = ? "
-                "ORDER BY id DESC LIMIT 1",
-                [self.project, self.source, c.ref, sha256(c.text.strip())],
-            )
-            .fetchone()
-        )
-        return int(row[0]) if row else None
+        digest = sha256(c.text.strip())
+        same = Filter(projects=(self.project,), source=self.source, source_ref=c.ref, content_hash=digest)
+        found = self.mem.store.ids(same, order="-id", limit=1)
+        return found[0] if found else None
 
     def finish(self, status: Literal["completed", "failed"], error: str | None = None) -> ScanReport:
         """The report, after writing the scan's audit entry."""

@@ -118,7 +118,7 @@ def index(request: Request) -> Response[Any]:  # type: ignore[type-arg]
     v = viewer(request)
     if len(v.who.projects) == 1 and not v.who.all_projects:
         return Redirect(f"{pages.base(v.who.projects[0])}/")
-    counts = _mem(request).store.counts("project")
+    counts = _mem(request).store.counts_by("project")
     if not v.who.all_projects:
         counts = {p: counts.get(p, 0) for p in v.who.projects}
     return html(_doc(v, "Projects", pages.projects(counts)))
