@@ -216,7 +216,7 @@ def preloaded_store(
             with progress(total=size, desc=f"import {size:,}", unit="memory") as bar:
                 for count, body in export_chunks(texts[:size], vectors[:size], model, schema, base_time, IMPORT_CHUNK):
                     r = http.post("/v1/import", content=body, headers={"Content-Type": "application/x-ndjson"})
-                    if r.status_code != 200 or r.json().get("imported") != count:
+                    if not 200 <= r.status_code < 300 or r.json().get("imported") != count:
                         raise RuntimeError(f"import failed: HTTP {r.status_code}: {r.text[:500]}")
                     bar.update(count)
             import_s = time.perf_counter() - t0
@@ -228,13 +228,16 @@ def preloaded_store(
             check = http.post("/v1/check").raise_for_status().json()
         if not (stats["latest_active"] == stats["bm25_docs"] == stats["vector_docs"] == size):
             raise RuntimeError(f"store {size}: unexpected counts after import: {stats}")
-        if any(r["missing"] or r["extra"] for r in check["indexes"]):
+        if any(ix["missing"] or ix["extra"] for ix in check["indexes"]):
             raise RuntimeError(f"store {size}: check not ok after import: {check}")
-    finally:
         server.stop()
-    if server.stop_info.get("signal") != "SIGTERM" or not server.stop_info.get("clean"):
+        if server.stop_info.get("signal") != "SIGTERM" or not server.stop_info.get("clean"):
+            raise RuntimeError(f"store {size}: the baseline server did not stop cleanly: {server.stop_info}")
+    except BaseException:
+        server.stop()
         shutil.rmtree(building, ignore_errors=True)
-        raise RuntimeError(f"store {size}: the baseline server did not stop cleanly: {server.stop_info}")
+        raise
+    server.config_path.unlink(missing_ok=True)  # it holds the token's secret
     meta = {
         "size": size,
         "built_by": baseline.commit,
@@ -278,6 +281,7 @@ def inprocess(
             copy_store(store, run_dir / "store")
             spec = {"store": str(run_dir / "store"), "ops": ops, "warmup": args.inprocess_warmup,
                     "vectors": str(vec_path), "vector_texts": spec_texts, "import_file": str(imp_path),
+                    "max_seconds": args.inprocess_seconds,
                     "import_dir": str(run_dir / "import"), "project": PROJECT}  # fmt: skip
             (run_dir / "spec.json").write_text(json.dumps(spec))
             say(f"  in process, round {r + 1}/{args.inprocess_rounds}: {side.name}")
@@ -421,6 +425,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request at most (default 60)")
     p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for /health (default 600)")
     p.add_argument("--inprocess-calls", type=int, default=300, help="timed remember() calls per round (300)")
+    p.add_argument(
+        "--inprocess-seconds", type=float, default=30.0, help="seconds of timed remember() calls per round at most (30)"
+    )
     p.add_argument("--inprocess-warmup", type=int, default=10, help="untimed remember() calls first (10)")
     p.add_argument("--inprocess-rounds", type=int, default=2, help="in-process rounds per side (default 2)")
     p.add_argument("--import-memories", type=int, default=5000, help="memories in the bulk import (default 5000)")
@@ -436,7 +443,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.clients, args.duration, args.max_requests = "2000", "1,8", 3.0, 500
-        args.inprocess_calls, args.import_memories = 100, 1000
+        args.inprocess_calls, args.inprocess_seconds, args.import_memories = 100, 15.0, 1000
     args.size_list = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     args.client_list = sorted({int(c) for c in args.clients.split(",") if c.strip()})
     args.mix_list = [m.strip() for m in args.mixes.split(",") if m.strip()]
@@ -448,8 +455,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error(f"--mixes: choose from {', '.join(MIXES)}")
     if not 0 < args.duration <= 600 or not 1 <= args.max_requests <= 100_000 or not 1 <= args.repeats <= 20:
         p.error("--duration must be in (0, 600], --max-requests in [1, 100000], --repeats in [1, 20]")
-    if args.inprocess_calls < 1 or args.import_memories < 1 or args.inprocess_rounds < 1:
-        p.error("--inprocess-calls, --import-memories and --inprocess-rounds must be positive")
+    if min(args.inprocess_calls, args.import_memories, args.inprocess_rounds, args.inprocess_seconds) <= 0:
+        p.error("--inprocess-calls, --inprocess-seconds, --import-memories and --inprocess-rounds must be positive")
     return args
 
 
@@ -509,6 +516,7 @@ def run(args: argparse.Namespace, command: str, work: Path, started: float) -> d
             "baseline": args.baseline, "sizes": args.size_list, "clients": args.client_list, "mixes": args.mix_list,
             "repeats": args.repeats, "duration": args.duration, "max_requests": args.max_requests,
             "timeout": args.timeout, "inprocess_calls": args.inprocess_calls,
+            "inprocess_seconds": args.inprocess_seconds,
             "inprocess_warmup": args.inprocess_warmup, "inprocess_rounds": args.inprocess_rounds,
             "import_memories": args.import_memories, "keys": KEYS, "key_every": KEY_EVERY, "project": PROJECT,
             "data": str(args.data), "seed": args.seed, "quick": args.quick,

@@ -11,8 +11,8 @@ the public surface of agentmem: `Memory(path, embedder=...)`, `remember()`, `che
 computed beforehand by the real model (a dictionary lookup), so the timings hold everything
 but the embedding; a text it does not know is embedded by the real model and counted as a
 miss (reported, and flagged by the parent). The spec names a copy of a preloaded store (for
-remember()), the calls to make, the vectors, and a JSON Lines export with embeddings to
-import into an empty directory.
+remember()), the calls to make (stopping early after `max_seconds`), the vectors, and a JSON
+Lines export with embeddings to import into an empty directory.
 """
 
 from __future__ import annotations
@@ -109,7 +109,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         for op in ops[:warmup]:  # untimed: the first writes open writers and searchers
             mem.remember(op["content"], project=project, **({"key": op["key"]} if op.get("key") else {}))
         wall0 = time.perf_counter()
+        stop_at = wall0 + float(spec["max_seconds"])
         for op in ops[warmup:]:
+            if time.perf_counter() >= stop_at:
+                break
             fields = {"key": op["key"]} if op.get("key") else {}
             t = clock()
             result = mem.remember(op["content"], project=project, **fields)
@@ -119,6 +122,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         out["remember"] = {
             "calls": len(latencies),
             "warmup_calls": min(warmup, len(ops)),
+            "stopped_by_time": len(latencies) < len(ops[warmup:]),
             "seconds": round(wall, 4),
             "calls_per_second": round(len(latencies) / wall, 2) if wall > 0 else None,
             "latency_ms": [round(x, 4) for x in latencies],

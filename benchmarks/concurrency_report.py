@@ -105,6 +105,7 @@ def summarise_config(windows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "errors": sum(w["errors"] for w in windows),
         "rps": _median([w["rps"] for w in windows]),
         "round_rps": [w["rps"] for w in windows],
+        "round_spread": spread([w["rps"] for w in windows]),
         "ops": ops,
         "outcomes": dict(outcomes),
         "recycled_texts": sum(w.get("recycled_texts", 0) for w in windows),
@@ -117,6 +118,15 @@ def summarise_config(windows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             else None
         ),
     }
+
+
+def spread(values: Sequence[float]) -> float | None:
+    """Largest / smallest of one side's rounds: how far the same code moves between rounds on this machine
+    (a new / baseline ratio inside that spread is noise)."""
+    vs = [v for v in values if v is not None]
+    if len(vs) < 2 or min(vs) <= 0:
+        return None
+    return round(max(vs) / min(vs), 3)
 
 
 def ratio(new: float | None, base: float | None) -> float | None:
@@ -298,8 +308,9 @@ def render_markdown(results: dict[str, Any]) -> str:
             "",
             f"## In process, embedding excluded ({ip['size']:,} store, {ip['rounds']} round(s) per side, interleaved)",
             "",
-            f"Sequential `Memory.remember()` of {st['inprocess_calls']} new texts (every {ip['key_every']}th with a "
-            "key that supersedes), the embedder a lookup of vectors the real model computed beforehand; then "
+            f"Sequential `Memory.remember()` of up to {st['inprocess_calls']} new texts or "
+            f"{fmt(st.get('inprocess_seconds'), 0)} s (every {ip['key_every']}th text with a key that supersedes), the "
+            "embedder a lookup of vectors the real model computed beforehand; then "
             f"`import_lines` of {ip['import_memories']:,} memories with embeddings into an empty directory.",
             "",
             "| side | remember calls/s | p50 ms | p95 ms | p99 ms | outcomes | embed misses | import memories/s | "
@@ -329,17 +340,20 @@ def render_markdown(results: dict[str, Any]) -> str:
             "",
             f"{st['repeats']} round(s) per side and configuration, interleaved (baseline, new, baseline, new), each "
             f"up to {st['duration']:g} s or {st['max_requests']:,} requests per client. Cells are baseline / new; "
-            "latencies over every successful request of both rounds; `other` is CPU (cores) used by processes "
-            "other than the measured server and the clients (the idle server, other users of the machine).",
+            "latencies over every successful request of both rounds; `round spread` is a side's fastest round "
+            "over its slowest (a ratio within it is noise); `other` is CPU (cores) used by processes other than the "
+            "measured server and the clients (the idle server, other users of the machine).",
             "",
-            "| mix | clients | req/s | ratio | remember p50 ms | remember p99 ms | recall p50 ms | recall p99 ms | "
-            "p99 ratio (remember, recall) | errors | other cores |",
-            "| --- | ---: | --- | ---: | --- | --- | --- | --- | --- | --- | --- |",
+            "| mix | clients | req/s | ratio | round spread | requests | remember p50 ms | remember p99 ms | "
+            "recall p50 ms | recall p99 ms | p99 ratio (remember, recall) | errors | other cores |",
+            "| --- | ---: | --- | ---: | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for c in size["configs"]:
             sb, sn, r = c["sides"].get("baseline"), c["sides"].get("new"), c["ratio"]
             lines.append(
                 f"| {c['mix']} | {c['clients']} | {_pair(sb and sb['rps'], sn and sn['rps'])} | {fmt(r['rps'])} | "
+                f"{_pair(sb and sb['round_spread'], sn and sn['round_spread'], 2)} | "
+                f"{_pair(sb and sb['requests'], sn and sn['requests'], 0)} | "
                 f"{_pair(_p(sb, 'remember', 'p50'), _p(sn, 'remember', 'p50'))} | "
                 f"{_pair(_p(sb, 'remember', 'p99'), _p(sn, 'remember', 'p99'), 0)} | "
                 f"{_pair(_p(sb, 'recall', 'p50'), _p(sn, 'recall', 'p50'))} | "
@@ -388,6 +402,8 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 def plot(results: dict[str, Any], path: Path) -> None:
     plt = pyplot()
+    import matplotlib.ticker
+
     sizes = results.get("http", [])
     rows = max(1, len(sizes))
     fig, axes = plt.subplots(rows, 3, figsize=(15, 4.2 * rows), dpi=110, squeeze=False)
@@ -417,8 +433,10 @@ def plot(results: dict[str, Any], path: Path) -> None:
             ax.set_xlabel("client processes")
             ax.grid(True, which="both", alpha=0.3)
         row[0].set_ylim(bottom=0)
-        row[1].set_yscale("log")
-        row[2].set_yscale("log")
+        for ax in row[1:]:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         row[0].legend(fontsize=7)
     ip = results.get("inprocess", {}).get("sides", {})
     if ip and not sizes:

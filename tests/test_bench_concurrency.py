@@ -30,6 +30,7 @@ from benchmarks.concurrency_report import (
     plot,
     ratio,
     render_markdown,
+    spread,
     summarise_config,
     summarise_window,
     targets,
@@ -102,7 +103,8 @@ def test_summarise_window_counts_and_percentiles() -> None:
 def test_summarise_config_pools_rounds_and_ratio() -> None:
     base = summarise_config([window(), window()])
     new = summarise_config([window(2.0), window(2.0)])
-    assert base["rounds"] == 2 and base["rps"] == 2.5 and base["errors"] == 2
+    assert base["rounds"] == 2 and base["rps"] == 2.5 and base["errors"] == 2 and base["round_spread"] == 1.0
+    assert spread([2.0, 3.0, 2.5]) == 1.5 and spread([2.0]) is None
     assert base["ops"]["recall"]["latency_ms"]["n"] == 6 and base["ops"]["recall"]["latency_ms"]["round_p50"] == [3, 3]
     assert base["server_cpu_ms_per_request"] == round(1000 * 2 / 12, 2)
     r = compare(base, new)
@@ -153,7 +155,7 @@ def test_report_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     results = results_for_report()
     write_json(tmp_path, "concurrency", results)
     md = render_markdown(results)
-    assert "| write | 8 | 2.5 / 5.0 | 2.00 |" in md and "**no**" in md and "a note" in md
+    assert "| write | 8 | 2.5 / 5.0 | 2.00 | - / - | 6 / 6 |" in md and "**no**" in md and "a note" in md
     assert json.loads((tmp_path / "concurrency.json").read_text())["targets"] == json.loads(
         json.dumps(results["targets"])
     )
