@@ -199,6 +199,7 @@ def summarise_inprocess(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "check_ok": all(i["check_ok"] for i in imp),
         },
         "open_seconds": _median([r["open_seconds"] for r in runs]),
+        "other_cores": _median([r.get("cpu", {}).get("other_cores") for r in runs]),
     }
 
 
@@ -314,8 +315,8 @@ def render_markdown(results: dict[str, Any]) -> str:
             f"`import_lines` of {ip['import_memories']:,} memories with embeddings into an empty directory.",
             "",
             "| side | remember calls/s | p50 ms | p95 ms | p99 ms | outcomes | embed misses | import memories/s | "
-            "with close | check ok |",
-            "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | :---: |",
+            "with close | check ok | other cores |",
+            "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | :---: | ---: |",
         ]
         for side, s in ip["sides"].items():
             r, i = s["remember"], s["import"]
@@ -325,7 +326,7 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"| {side} | {fmt(r['calls_per_second'], 1)} | {fmt(lat.get('p50'))} | {fmt(lat.get('p95'))} | "
                 f"{fmt(lat.get('p99'))} | {oc} | {r['embed_misses'] + i['embed_misses']} | "
                 f"{fmt(i['memories_per_second'], 0)} | {fmt(i['memories_per_second_with_close'], 0)} | "
-                f"{r['check_ok'] and i['check_ok']} |"
+                f"{r['check_ok'] and i['check_ok']} | {fmt(s.get('other_cores'))} |"
             )
         ratio_row = ip.get("ratio", {})
         lines += [
