@@ -436,6 +436,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         row[0].set_ylim(bottom=0)
         for ax in row[1:]:
             ax.set_yscale("log")
+            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
             ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         row[0].legend(fontsize=7)
