@@ -28,13 +28,15 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "latency": ("benchmarks.latency", "recall latency, remember throughput, rebuild at 1k/10k/100k vs brute force",
                 "15-30 min"),
     "http_latency": ("benchmarks.http_latency", "recall over HTTP with 1/4/16 client processes", "15 min"),
+    "concurrency": ("benchmarks.concurrency", "writes and reads under 1-16 clients: working tree vs a baseline commit",
+                    "25 min"),
     "lifecycle": ("benchmarks.lifecycle", "archive sweep of half of 100k and recall before/after", "15 min"),
     "admission": ("benchmarks.admission", "LoCoMo through the admission policy: admitted, rejected, evidence covered",
                   "5 min"),
 }  # fmt: skip
 GROUPS = {
     "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs"],
-    "speed": ["latency", "http_latency", "lifecycle"],
+    "speed": ["latency", "http_latency", "concurrency", "lifecycle"],
 }
 
 
