@@ -163,11 +163,14 @@ class Engine:
             fetch = []
             for i in current:
                 v = c.inserts.get(i)
-                vector = w.vectors.get(v.content_hash) if v is not None and v.version == 1 else None
-                if v is not None and vector is not None:
+                vector = w.vectors.get(v.content_hash) if v is not None else None
+                parent = c.added.get(v.parent_id) if v is not None and v.parent_id is not None else None
+                if v is not None and vector is not None and v.version == 1:
                     docs.append(doc_of(v, vector))  # a new lineage: nothing superseded to carry
+                elif v is not None and vector is not None and parent is not None and parent.version == 1:
+                    docs.append(doc_of(v, vector, [parent.content]))  # the one version it replaced
                 else:
-                    fetch.append(i)
+                    fetch.append(i)  # a longer history, or a version brought back: read it from the store
             docs += self.source.docs(fetch)
             present = {d.id for d in docs}
             purges = [i for op, i in c.outbox if op == "purge"]

@@ -7,7 +7,7 @@ side's source tree first on PYTHONPATH:
 
 so it imports nothing from `benchmarks` (the baseline's tree has its own, older copy) and only
 the public surface of agentmem: `Memory(path, embedder=...)`, `remember()`, `check()`,
-`close()` and `agentmem.transfer.import_lines`. The embedder it hands to Memory serves vectors
+`close()` and `import_lines()`. The embedder it hands to Memory serves vectors
 computed beforehand by the real model (a dictionary lookup), so the timings hold everything
 but the embedding; a text it does not know is embedded by the real model and counted as a
 miss (reported, and flagged by the parent). The spec names a copy of a preloaded store (for
@@ -88,7 +88,6 @@ def module_files() -> dict[str, str]:
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     from agentmem import Memory
-    from agentmem.transfer import import_lines
     from indexes.embed import MINILM_NAME
 
     out: dict[str, Any] = {"modules": module_files(), "pid": os.getpid()}
@@ -143,7 +142,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     open_s = time.perf_counter() - t0
     try:
         t0 = time.perf_counter()
-        n = import_lines(mem, lines)
+        n = mem.import_lines(lines)  # the facade: both sides have it
         import_s = time.perf_counter() - t0
         check_ok = bool(mem.check().ok)
     finally:
