@@ -76,6 +76,9 @@ class Engine:
             self.live = LiveSet(self.store.versions(CURRENT))
             self.writer = Writer(self._new_unit, self._commit)
             self._backfill_embeddings()
+            # which contents have a stored vector: a new text skips the store lookup and the
+            # insert's existence check (kept in step by _commit, under the writer)
+            self._embedded = {_hash_key(h) for h in self.store.embedded_hashes(self.model)}
             self.source = StoreSource(self.store, self.model)
             self.indexes = IndexSet(
                 path / "index",
@@ -129,8 +132,10 @@ class Engine:
         c, s = w.changes, self.store
         try:
             with s.transaction() as tx:
-                if c.embeddings:
-                    s.put_embeddings(tx, list(c.embeddings), self.model, np.stack(list(c.embeddings.values())))
+                for new in (True, False):  # hashes not stored before (a plain insert), and the others
+                    part = {h: v for h, v in c.embeddings.items() if (_hash_key(h) not in self._embedded) is new}
+                    if part:
+                        s.put_embeddings(tx, list(part), self.model, np.stack(list(part.values())), new=new)
                 s.insert_versions(tx, list(c.inserts.values()))
                 s.apply_updates(tx, c.updates)
                 for e in c.erasures:
@@ -144,6 +149,7 @@ class Engine:
             with self._access_lock:
                 self._access.update(accesses)  # advisory counts: tried again with the next commit
             raise
+        self._embedded.update(_hash_key(h) for h in c.embeddings)
         self.live.apply(c.gone, c.added)
         for memory_id, n in accesses.items():
             m = self.live.get(memory_id)
@@ -195,7 +201,7 @@ class Engine:
     def vector_for(self, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
         """The vector of this content, and whether the store has it already (else it is embedded
         now, outside the writer)."""
-        found = self.store.vector(content_hash, self.model)
+        found = self.store.vector(content_hash, self.model) if _hash_key(content_hash) in self._embedded else None
         if found is not None:
             return found, True
         return self.embed([content])[0], False
@@ -359,3 +365,9 @@ class Engine:
                         self.provider.close()
                 finally:
                     self.store.close()
+
+
+def _hash_key(content_hash: str) -> int:
+    """A content hash's first 60 bits: the set of stored ones stays small, and a collision only
+    costs a store lookup."""
+    return int(content_hash[:15], 16)

@@ -248,21 +248,19 @@ class Store:
         conn.execute(f"UPDATE memories SET {sets} WHERE id = ?", [*fields.values(), memory_id])
 
     @staticmethod
-    def put_embedding(conn: duckdb.DuckDBPyConnection, content_hash: str, model: str, vector: np.ndarray) -> None:
-        conn.execute(
-            "INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?)",
-            [content_hash, model, np.asarray(vector, dtype=np.float32).tolist()],
-        )
-
-    @staticmethod
-    def put_embeddings(conn: duckdb.DuckDBPyConnection, hashes: Sequence[str], model: str, vectors: np.ndarray) -> None:
-        """Many vectors at once through Arrow (binding nested Python lists is ~15x slower); one
-        or two as plain parameters (registering an Arrow table costs more than it saves)."""
+    def put_embeddings(
+        conn: duckdb.DuckDBPyConnection, hashes: Sequence[str], model: str, vectors: np.ndarray, *, new: bool = False
+    ) -> None:
+        """Vectors by content hash; one already stored is kept. `new=True` says none of them is
+        stored yet (a plain insert: the existence check costs more than the insert). Many go
+        through Arrow (binding nested Python lists is ~15x slower); one or two as parameters
+        (registering an Arrow table costs more than it saves)."""
         if not len(hashes):
             return
+        verb = "INSERT" if new else "INSERT OR IGNORE"
         if len(hashes) <= 2:
             for h, v in zip(hashes, vectors, strict=True):
-                Store.put_embedding(conn, h, model, v)
+                conn.execute(f"{verb} INTO embeddings VALUES (?, ?, ?)", [h, model, np.asarray(v, np.float32).tolist()])
             return
         matrix = np.ascontiguousarray(vectors, dtype=np.float32)
         table = pa.table(
@@ -274,8 +272,7 @@ class Store:
         conn.register("incoming_vectors", table)
         try:
             conn.execute(
-                "INSERT OR IGNORE INTO embeddings SELECT DISTINCT ON (h) h, ?, v::FLOAT[] FROM incoming_vectors",
-                [model],
+                f"{verb} INTO embeddings SELECT DISTINCT ON (h) h, ?, v::FLOAT[] FROM incoming_vectors", [model]
             )
         finally:
             conn.unregister("incoming_vectors")
@@ -533,6 +530,11 @@ class Store:
             .fetchall()
         )
         return [(r[0], r[1]) for r in rows]
+
+    def embedded_hashes(self, model: str) -> list[str]:
+        """Every content hash with a stored `model` embedding."""
+        rows = self.cursor().execute("SELECT content_hash FROM embeddings WHERE model = ?", [model]).fetchall()
+        return [r[0] for r in rows]
 
     def embedded(self, hashes: Sequence[str], model: str) -> set[str]:
         """Which of these content hashes have a stored `model` embedding."""

@@ -27,14 +27,13 @@ different keys or triple slots never meet.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import msgspec
 
 from agentmem.records import MemoryVersion, NearDuplicate, Outcome
-from agentmem.text import identity, jaccard, slot_of, stem, token_set
+from agentmem.text import fold_accents, identity, jaccard, slot_of, stem, token_set
 
 NEVER_SUPERSEDED = frozenset({"event", "observation"})
 
@@ -77,7 +76,7 @@ IRREGULAR = dict(
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _OWNER = re.compile(r"\b([a-z]+)'s\b|\b([a-z]+s)'(?!\w)")  # "my partner's", "the kids'"; not a name
-_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_SENTENCE_ENDS = tuple(".!?:;")  # a word after one of these (and spacing) starts a sentence
 
 
 class Thresholds(msgspec.Struct, frozen=True):
@@ -156,8 +155,7 @@ BOUNDS = {_canon(w): "limit" for w in "limit limited cap capped maximum max most
 def words(text: str) -> Words:
     """The content words of `text`; a capitalised word at a sentence start is a plain word
     unless it has digits or inner capitals ("MySQL", "GitHub"), and maybe a name."""
-    folded = unicodedata.normalize("NFKD", text)
-    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("\u2019", "'")
+    folded = fold_accents(text).replace("\u2019", "'")
     owners = {_canon(w) for pair in _OWNER.findall(folded) for w in pair if w and w not in STOPWORDS}  # not "it's"
     folded = folded.replace("'", "")
     out: list[str] = []
@@ -169,9 +167,11 @@ def words(text: str) -> Words:
     raw_words: list[str] = []
     linker = ""
     first = prev = ""
+    word_end = 0  # where the previous word ended: what lies between is spacing and punctuation
     state = True  # no copula seen yet, or a definite subject with a complement that is no action
     for m in _WORD.finditer(folded):
         raw = m.group()
+        gap, word_end = folded[word_end : m.start()], m.end()
         low = raw.casefold()
         before, prev, first = prev, low, first or low
         if low in NOW_WORDS or (low in _PERIODS and before in _THIS):
@@ -192,7 +192,7 @@ def words(text: str) -> Words:
         raw_words.append(low)
         if t in LIGHT_VERBS and before not in DETERMINERS:
             light.add(t)  # a verb ("runs", "we use"), not a noun ("my work laptop", "the build")
-        at_start = m.start() == 0 or bool(_SENTENCE_END.search(folded[: m.start()]))
+        at_start = m.start() == 0 or gap.rstrip()[-1:] in _SENTENCE_ENDS
         if (
             any(c.isdigit() for c in raw)
             or low in NUMBER_WORDS
@@ -387,10 +387,14 @@ def decide(
         return None if cosines is None else cosines.get(c.id, 0.0)
 
     new_words = words(content)
+    # below every cosine a rule needs, no rule can fire: the candidate's words are not looked at
+    floor = min(thresholds.restate_cosine, thresholds.value_cosine, thresholds.marked_cosine if new_words.now else 1.0)
     for sim, cand in scored:  # best Jaccard first
         if cand.kind in NEVER_SUPERSEDED:
             continue
         cos = cosine(cand)
+        if cos is not None and cos < floor:
+            continue
         old_words = words(cand.content)
         marked = new_words.now and not old_words.now
         value_cosine = thresholds.marked_cosine if marked else thresholds.value_cosine

@@ -10,6 +10,7 @@ from functools import lru_cache
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+@lru_cache(maxsize=65_536)  # a small vocabulary, met again and again
 def stem(token: str) -> str:
     """A light suffix stripper: enough to make plurals and tenses meet, never below three letters."""
     if len(token) <= 3 or token.isdigit():
@@ -27,10 +28,17 @@ def stem(token: str) -> str:
     return token
 
 
+def fold_accents(text: str) -> str:
+    """`text` in compatibility decomposition without its combining marks ("café" -> "cafe");
+    ASCII text is returned as it is (decomposition leaves it unchanged)."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def folded_words(text: str) -> list[str]:
     """Lowercased, accent-folded, punctuation-free words, unstemmed."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("'", "").replace("\u2019", "")
+    folded = fold_accents(text.casefold()).replace("'", "").replace("\u2019", "")
     return _TOKEN.findall(folded)
 
 

@@ -54,7 +54,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
         s.add_links(tx, [Link(2, 1, "derived_from", day(10)), Link(3, 1, "derived_from", day(5)),
                          Link(6, 3, "derived_from", day(2))])  # fmt: skip
         for v, vec in ((1, [1.0, 0.0]), (2, [0.8, 0.6]), (3, [0.0, 1.0]), (6, [0.6, 0.8])):
-            s.put_embedding(tx, VERSIONS[v - 1].content_hash, "fake", np.asarray(vec))
+            s.put_embeddings(tx, [VERSIONS[v - 1].content_hash], "fake", np.asarray([vec]), new=True)
     yield s
     s.close()
 

@@ -163,3 +163,29 @@ def test_a_delete_purges_the_index_beside_the_writer_not_under_it(tmp_path: Path
         assert mem.indexes.search_text("hunter2quokka", 10) == [] and mem.check().ok
     finally:
         mem.close()
+
+
+def test_a_stored_vector_is_reused_and_an_erased_one_embedded_again(
+    data_dir: Path, memory: Memory, embedder: FakeEmbedder, clock
+) -> None:  # type: ignore[no-untyped-def]
+    """The engine's set of stored contents decides when to look a vector up and when to insert one
+    without an existence check; it must agree with the store through deletes and a reopen."""
+    text = "The staging database is on db-7"
+    a = memory.remember(text, project="a").memory
+    before = embedder.texts
+    b = memory.remember(text, project="b").memory  # the same content in another project: the stored vector
+    assert embedder.texts == before
+    memory.delete(reason="test", ids=[a.id])  # b still holds the content: its vector stays
+    c = memory.remember(text, project="c").memory
+    assert embedder.texts == before
+    memory.delete(reason="test", ids=[b.id, c.id])  # now nothing holds it: the vector is erased
+    assert not memory.engine.store.embedded([a.content_hash], memory.engine.model)
+    d = memory.remember(text, project="d").memory  # embedded and stored again, no conflict
+    assert embedder.texts == before + 1
+    assert memory.engine.store.embedded([a.content_hash], memory.engine.model) == {a.content_hash}
+    memory.close()
+    with Memory(data_dir, embedder=embedder, clock=clock) as again:  # the set is rebuilt from the store
+        again.remember(text, project="e")
+        assert embedder.texts == before + 1
+        assert [h.memory.id for h in again.recall("staging database", project="d")] == [d.id]
+        assert again.check().ok
