@@ -312,9 +312,9 @@ def _opener(args: argparse.Namespace) -> Opener:
 
     def open_local(path: Path) -> MemoryAPI:
         from agentmem.memory import Memory
-        from indexes.embed import SentenceTransformerEmbedder
+        from indexes.onnx_embed import default_embedder
 
-        return Memory(path, embedder=SentenceTransformerEmbedder())
+        return Memory(path, embedder=default_embedder())
 
     return open_local
 

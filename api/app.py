@@ -111,10 +111,10 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
 
     def startup(app: Litestar) -> None:
         if app.state.memory is None:
-            from indexes.embed import SentenceTransformerEmbedder
+            from indexes.onnx_embed import default_embedder
 
             mem = Memory(
-                settings.data_dir, embedder=embedder or SentenceTransformerEmbedder(), config=settings.config()
+                settings.data_dir, embedder=embedder or default_embedder(), config=settings.config()
             )
             mem.warm_up()  # load the model now, not on the first request; if it fails, serve degraded
             app.state.memory = mem

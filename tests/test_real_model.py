@@ -16,7 +16,8 @@ pytestmark = pytest.mark.model
 
 
 def test_embedder_gives_unit_vectors_offline(real_embedder) -> None:  # type: ignore[no-untyped-def]
-    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    # ONNX Runtime reads the packaged files and nothing else; the torch fallback runs offline
+    assert real_embedder.backend.startswith("onnxruntime") or os.environ.get("HF_HUB_OFFLINE") == "1"
     v = real_embedder.embed(["We use Postgres", "We use MySQL", "The cat sat on the mat"])
     assert v.shape == (3, 384) and v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
