@@ -81,6 +81,8 @@ def parse_lines(
             line = _decoder.decode(raw)
         except msgspec.DecodeError as exc:
             raise ValidationError(f"line {n}: {exc}") from None
+        except RecursionError:
+            raise ValidationError(f"line {n}: nested too deeply") from None
         if isinstance(line, Header):
             if line.format != FORMAT or line.format_version > FORMAT_VERSION:
                 raise ValidationError(f"line {n}: not an {FORMAT} file of version <= {FORMAT_VERSION}")
