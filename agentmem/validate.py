@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,8 +12,11 @@ import msgspec
 
 from agentmem.config import Config
 from agentmem.errors import ValidationError
-from agentmem.kinds import SOURCES, TIERS
-from agentmem.records import NewMemory, Triple
+from agentmem.kinds import SOURCES, STATUSES, TIERS
+from agentmem.records import MemoryVersion, NewMemory, Triple
+
+YEARS = (1, 9999)  # every year a datetime can hold: facts have histories ("the treaty took effect in 1815")
+RECORDED_FROM = datetime(1970, 1, 1, tzinfo=UTC)  # times agentmem itself recorded (created_at, ...) are not older
 
 
 def utc(value: datetime | str | None, field: str) -> datetime | None:
@@ -28,9 +32,18 @@ def utc(value: datetime | str | None, field: str) -> datetime | None:
         raise ValidationError(f"{field}: expected a timestamp, got {type(value).__name__}")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    if not 1900 <= value.year <= 9000:
-        raise ValidationError(f"{field}: year {value.year} is out of range")
-    return value.astimezone(UTC)
+    try:
+        value = value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is in year 0 in UTC
+        raise ValidationError(f"{field}: {value.isoformat()} is before year {YEARS[0]} in UTC") from None
+    if not YEARS[0] <= value.year <= YEARS[1]:
+        raise ValidationError(f"{field}: year {value.year} is out of range ({YEARS[0]} to {YEARS[1]})")
+    return value
+
+
+def _visible(value: str) -> bool:
+    """Whether any character shows: not only spaces, controls and zero-width format characters."""
+    return any(unicodedata.category(c) not in ("Cc", "Cf", "Zs", "Zl", "Zp") for c in value)
 
 
 def name(value: str | None, field: str, config: Config, *, required: bool = False) -> str | None:
@@ -42,10 +55,8 @@ def name(value: str | None, field: str, config: Config, *, required: bool = Fals
     if not isinstance(value, str):
         raise ValidationError(f"{field}: expected a string")
     value = value.strip()
-    if not value:
-        if required:
-            raise ValidationError(f"{field} is required and may not be empty")
-        return None
+    if not _visible(value):  # given but blank: refused, not read as "none" ("key": "" is no key)
+        raise ValidationError(f"{field} {'is required and ' if required else ''}may not be empty")
     if len(value) > config.max_name_chars:
         raise ValidationError(f"{field}: at most {config.max_name_chars} characters")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
@@ -59,8 +70,8 @@ def content(value: str, config: Config, field: str = "content") -> str:
     if "\x00" in value:
         raise ValidationError(f"{field}: NUL characters are not allowed")
     value = value.strip()
-    if not value:
-        raise ValidationError(f"{field} may not be empty")
+    if not _visible(value):
+        raise ValidationError(f"{field} may not be empty (it has no visible character)")
     if len(value) > config.max_content_chars:
         raise ValidationError(f"{field}: {len(value)} characters, at most {config.max_content_chars} allowed")
     return value
@@ -70,6 +81,11 @@ def choice(value: str, allowed: Collection[str], field: str) -> str:
     if value not in allowed:
         raise ValidationError(f"unknown {field} {value!r}: choose one of {', '.join(sorted(allowed))}")
     return value
+
+
+def choices(values: Collection[str], allowed: Collection[str], field: str) -> list[str]:
+    """Each of `values` checked by `choice` (a list filter: `?kind=fact&kind=event`)."""
+    return [choice(v, allowed, field) for v in values]
 
 
 def unit(value: float, field: str) -> float:
