@@ -22,7 +22,7 @@ import pyarrow as pa
 from agentmem.errors import NotFoundError, StoreError, StoreLockedError
 from agentmem.filters import ALL, Filter
 from agentmem.migrations import migrate
-from agentmem.records import Link, MemoryVersion, Triple
+from agentmem.records import MAX_ID, Link, MemoryVersion, Triple
 from agentmem.text import identity, sha256, slot_of
 from indexes.docs import OutboxEntry, OutboxOp
 
@@ -200,6 +200,8 @@ class Store:
 
     def allocate_id(self) -> int:
         nid = self._next_id
+        if nid > MAX_ID:  # never hand out an id the API would refuse as "not a memory id"
+            raise StoreError(f"the id space is used up: ids go up to 2**53, and {nid - 1} is taken")
         self._next_id += 1
         return nid
 
