@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 
 import msgspec
@@ -142,7 +142,9 @@ def _check_graph(versions: list[VersionLine], links: list[LinkLine], now: dateti
     for ln in links:
         src, dst = by_id.get(ln.link.src_id), by_id.get(ln.link.dst_id)
         if src is None or dst is None or src.project != dst.project:
-            raise ValidationError(f"link {ln.link.src_id} -> {ln.link.dst_id}: not two versions of one project in the file")
+            raise ValidationError(
+                f"link {ln.link.src_id} -> {ln.link.dst_id}: not two versions of one project in the file"
+            )
     lineages: dict[int, list[MemoryVersion]] = {}
     for m in by_id.values():
         lineages.setdefault(m.lineage_id, []).append(m)

@@ -94,7 +94,6 @@ def unit(value: float, field: str) -> float:
     return float(value)
 
 
-
 def memory_id(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ID:
         raise ValidationError(f"{field}: {value!r} is not a memory id (1 to 2**53)")

@@ -28,7 +28,8 @@ from agentmem.unit import Write
 
 def prepared(engine: Engine, item: NewMemory | str | None, fields: dict[str, Any]) -> NewMemory:
     """A checked NewMemory from either a NewMemory or its fields as keywords."""
-    return _sources_known(engine, validate.new_memory(validate.as_new_memory(item, fields), engine.config, engine.clock()))
+    new = validate.new_memory(validate.as_new_memory(item, fields), engine.config, engine.clock())
+    return _sources_known(engine, new)
 
 
 def _sources_known(engine: Engine, new: NewMemory) -> NewMemory:
