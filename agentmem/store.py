@@ -541,7 +541,8 @@ class Store:
         rows = (
             self.cursor()
             .execute(
-                "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN (SELECT unnest(?::VARCHAR[]))",
+                "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN "
+                "(SELECT unnest(?::VARCHAR[]))",
                 [model, list(hashes)],
             )
             .fetchall()
