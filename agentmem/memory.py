@@ -382,7 +382,7 @@ class Memory:
         return Engine.compact(Path(path).expanduser())
 
     def check(self) -> Consistency:
-        """Ids in each index against the latest active ids in DuckDB."""
+        """Ids in each index against the latest active ids in DuckDB, and the store's own invariants."""
         return self.engine.check()
 
     def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
