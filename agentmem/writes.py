@@ -183,7 +183,7 @@ def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str
     now = engine.clock()
     if "expires_at" not in changes and old.expires_at is not None and old.expires_at <= now:
         base["expires_at"] = None  # the old version's TTL has lapsed: the new one starts without it
-    return validate.new_memory(NewMemory(**base), engine.config, now)
+    return _sources_known(engine, validate.new_memory(NewMemory(**base), engine.config, now))
 
 
 def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
