@@ -221,6 +221,7 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
             text = [f"expected {report.expected} latest active memories"]
             for r in report.indexes:
                 text.append(f"{r.name}: {r.count} ids, {len(r.missing)} missing, {len(r.extra)} extra")
+            text += [f"store: {problem}" for problem in report.store_problems]
             text.append("consistent" if report.ok else "INCONSISTENT")
             _out(args, {"ok": report.ok, **msgspec.structs.asdict(report)}, "\n".join(text))
             return EXIT_OK if report.ok else EXIT_FAILURE

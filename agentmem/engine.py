@@ -36,6 +36,7 @@ from agentmem.live import LiveSet
 from agentmem.provider import Provider
 from agentmem.records import MemoryVersion
 from agentmem.store import Store, compact
+from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.unit import Write
 from agentmem.validate import MAX_ID
 from agentmem.writer import Writer
@@ -318,9 +319,12 @@ class Engine:
         self.store.checkpoint()
 
     def check(self) -> Consistency:
-        """Ids in each index against the latest active ids in DuckDB."""
+        """Ids in each index against the latest active ids in DuckDB, and the store's own invariants
+        (`Store.broken_invariants`: lineages, references, one current memory per key and slot)."""
         with self.writer.lock:
-            return self.indexes.check()
+            report = self.indexes.check()
+            problems = self.store.broken_invariants(self.clock(), sorted(NEVER_SUPERSEDED))
+        return msgspec.structs.replace(report, store_problems=problems)
 
     def rebuild(self, which: list[str], *, actor: str) -> Consistency:
         """Rebuild indexes from DuckDB (no re-embedding) beside the live ones, then swap them in."""

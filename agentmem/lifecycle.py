@@ -205,7 +205,7 @@ def delete(
     reason = validate.content(reason if isinstance(reason, str) else "", engine.config, "reason")
     targets = [validate.memory_id(i, "ids") for i in ids] + [validate.memory_id(i, "lineages") for i in lineages]
     project = validate.name(project, "project", engine.config)
-    kinds = [validate.choice(k, engine.config.kinds, "kind") for k in kinds]
+    kinds = validate.choices(kinds, engine.config.kinds, "kind")
     start, end = validate.utc(created_from, "created_from"), validate.utc(created_to, "created_to")
     filtered = project is not None or bool(kinds) or start is not None or end is not None
     if targets and filtered:

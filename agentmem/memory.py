@@ -177,8 +177,8 @@ class Memory:
             return [], None
         scope = Filter(
             projects=None if projects is None else tuple(projects),
-            kinds=one_of(kinds),
-            tiers=one_of(tiers),
+            kinds=one_of(validate.choices(kinds, self.config.kinds, "kind")),
+            tiers=one_of(validate.choices(tiers, TIERS, "tier")),
             agent=validate.name(agent, "agent", self.config),
             statuses=None if status is None else (status,),
             latest_only=latest_only,
@@ -211,8 +211,8 @@ class Memory:
             raise ValidationError(f"k: expected a whole number from 1 to {self.config.max_k}")
         project = validate.name(project, "project", self.config)
         agent = validate.name(agent, "agent", self.config)
-        tiers = [validate.choice(t, TIERS, "tier") for t in tiers]
-        kinds = [validate.choice(x, self.config.kinds, "kind") for x in kinds]
+        tiers = validate.choices(tiers, TIERS, "tier")
+        kinds = validate.choices(kinds, self.config.kinds, "kind")
         when = validate.utc(as_of, "as_of")
         if when is not None:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
@@ -343,7 +343,7 @@ class Memory:
         """A page of the audit log, newest first, and the cursor of the next page."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.config.max_k:
             raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
-        actions = [validate.choice(a, audit.ACTIONS, "action") for a in actions]
+        actions = validate.choices(actions, audit.ACTIONS, "action")
         start, end = validate.utc(since, "since"), validate.utc(until, "until")
         return audit.query(
             self.store.cursor(),
@@ -382,7 +382,7 @@ class Memory:
         return Engine.compact(Path(path).expanduser())
 
     def check(self) -> Consistency:
-        """Ids in each index against the latest active ids in DuckDB."""
+        """Ids in each index against the latest active ids in DuckDB, and the store's own invariants."""
         return self.engine.check()
 
     def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:

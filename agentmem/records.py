@@ -7,6 +7,8 @@ from typing import Literal
 
 import msgspec
 
+MAX_ID = 2**53  # ids stay exact in JSON numbers everywhere
+
 Outcome = Literal["created", "reinforced", "superseded"]
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 from agentmem.errors import NotFoundError, StoreError, StoreLockedError
 from agentmem.filters import ALL, Filter
 from agentmem.migrations import migrate
-from agentmem.records import Link, MemoryVersion, Triple
+from agentmem.records import MAX_ID, Link, MemoryVersion, Triple
 from agentmem.text import identity, sha256, slot_of
 from indexes.docs import OutboxEntry, OutboxOp
 
@@ -200,6 +200,8 @@ class Store:
 
     def allocate_id(self) -> int:
         nid = self._next_id
+        if nid > MAX_ID:  # never hand out an id the API would refuse as "not a memory id"
+            raise StoreError(f"the id space is used up: ids go up to 2**53, and {nid - 1} is taken")
         self._next_id += 1
         return nid
 
@@ -427,6 +429,55 @@ class Store:
         where, params = filter_sql(f)
         sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
         return {str(k): int(n) for k, n in self.cursor().execute(sql, params).fetchall()}
+
+    def broken_invariants(self, now: datetime, exempt: Sequence[str]) -> list[str]:
+        """What breaks the store's own invariants, a sentence each (with up to 10 ids): each lineage
+        has versions 1..n, each replacing the one before, exactly one latest (the last) and no older
+        active one; every parent, successor, link end and source is a stored version of the same
+        project; at most one current unexpired memory per key and per triple slot (kinds in `exempt`
+        hold none); ids from 1 to 2**53."""
+        m_of = "(SELECT id, lineage_id, project FROM memories)"
+        checks: list[tuple[str, str, list[Any]]] = [
+            ("lineages without exactly one latest version, the last",
+             "SELECT lineage_id FROM memories GROUP BY lineage_id HAVING count(*) FILTER (WHERE is_latest) != 1 "
+             "OR max(version) != max(version) FILTER (WHERE is_latest)", []),
+            ("lineages whose versions are not 1..n",
+             "SELECT lineage_id FROM memories GROUP BY lineage_id "
+             "HAVING min(version) != 1 OR max(version) != count(*) OR count(DISTINCT version) != count(*)", []),
+            ("active versions that are not the latest of their lineage",
+             "SELECT id FROM memories WHERE status = 'active' AND NOT is_latest", []),
+            ("versions whose parent is not the version before them in their lineage",
+             "SELECT m.id FROM memories m LEFT JOIN memories p ON p.id = m.parent_id "
+             "WHERE (m.version = 1) != (m.parent_id IS NULL) OR (m.parent_id IS NOT NULL AND (p.id IS NULL "
+             "OR p.lineage_id != m.lineage_id OR p.version != m.version - 1))", []),
+            ("versions whose superseded_by is not a later version of their lineage",
+             f"SELECT m.id FROM memories m LEFT JOIN {m_of} s ON s.id = m.superseded_by "
+             "WHERE m.superseded_by IS NOT NULL AND (s.id IS NULL OR s.lineage_id != m.lineage_id)", []),
+            ("links whose ends are not two stored versions of one project",
+             f"SELECT l.src_id FROM links l LEFT JOIN {m_of} a ON a.id = l.src_id LEFT JOIN {m_of} b "
+             "ON b.id = l.dst_id WHERE a.id IS NULL OR b.id IS NULL OR a.project != b.project", []),
+            ("versions whose source_ids are not stored versions of their project",
+             f"SELECT DISTINCT m.id FROM (SELECT id, project, unnest(source_ids) AS src FROM memories) m "
+             f"LEFT JOIN {m_of} s ON s.id = m.src WHERE s.id IS NULL OR s.project != m.project", []),
+            ("ids out of range (1 to 2**53)", "SELECT id FROM memories WHERE id < 1 OR id > ?", [MAX_ID]),
+        ]  # fmt: skip
+        current = (
+            "is_latest AND status = 'active' AND (expires_at IS NULL OR expires_at > ?) "
+            "AND kind NOT IN (SELECT unnest(?::VARCHAR[]))"
+        )
+        for column in ("key", "slot"):
+            checks.append((
+                f"{'keys' if column == 'key' else 'triple slots'} held by more than one current memory",
+                f"SELECT min(id) FROM memories WHERE {column} IS NOT NULL AND {current} "
+                f"GROUP BY project, {column} HAVING count(*) > 1", [now, list(exempt)],
+            ))  # fmt: skip
+        problems = []
+        for what, sql, params in checks:
+            rows = self.cursor().execute(f"SELECT * FROM ({sql}) ORDER BY 1 LIMIT 11", params).fetchall()
+            if rows:
+                shown = ", ".join(str(r[0]) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
+                problems.append(f"{what}: {shown}")
+        return problems
 
     def count_links(self, f: Filter) -> int:
         """How many links start at one of `f`'s versions."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 
 import msgspec
@@ -11,12 +11,14 @@ import numpy as np
 from tqdm import tqdm
 
 from agentmem import validate
+from agentmem.config import Config
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
-from agentmem.kinds import KINDS, STATUSES, TIERS
 from agentmem.records import Link, MemoryVersion
-from agentmem.text import sha256
+from agentmem.supersede import NEVER_SUPERSEDED
+from agentmem.text import sha256, slot_of
+from agentmem.validate import MAX_ID
 
 FORMAT = "agentmem-export"
 FORMAT_VERSION = 1
@@ -42,7 +44,32 @@ class LinkLine(msgspec.Struct, frozen=True, tag="link", tag_field="type"):
 
 Line = Header | VersionLine | LinkLine
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(Line)
+
+
+# What an import reads: the same lines, decoded strictly, and a field this agentmem does not know
+# is refused rather than dropped (a file from a newer agentmem, or a hand-made one).
+class _VersionIn(MemoryVersion, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class _LinkIn(Link, frozen=True, forbid_unknown_fields=True):
+    pass
+
+
+class _HeaderLine(Header, frozen=True, forbid_unknown_fields=True):
+    pass
+
+
+class _VersionLine(VersionLine, frozen=True, forbid_unknown_fields=True):
+    memory: _VersionIn
+
+
+class _LinkLine(LinkLine, frozen=True, forbid_unknown_fields=True):
+    link: _LinkIn
+
+
+_decoder = msgspec.json.Decoder(_HeaderLine | _VersionLine | _LinkLine)
+MAX_IMPORT_ID = MAX_ID // 2  # an import may not use up the id space: the upper half stays for new memories
 
 
 def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Iterator[bytes]:
@@ -61,16 +88,15 @@ def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Itera
         yield _encoder.encode(LinkLine(link)) + b"\n"
 
 
-def _check(v: MemoryVersion, where: str, kinds: Collection[str]) -> None:
-    if v.kind not in kinds or v.tier not in TIERS or v.status not in STATUSES:
-        raise ValidationError(f"{where}: unknown kind, tier or status ({v.kind}, {v.tier}, {v.status})")
-    if not v.content.strip() and v.status != "deleted":
-        raise ValidationError(f"{where}: empty content")
+def _plain(v: MemoryVersion) -> MemoryVersion:
+    return MemoryVersion(**msgspec.structs.asdict(v))
 
 
 def parse_lines(
-    lines: Iterable[bytes | str], kinds: Collection[str] = KINDS
+    lines: Iterable[bytes | str], config: Config
 ) -> tuple[Header | None, list[VersionLine], list[LinkLine]]:
+    """The lines of an export, each version checked as `remember` checks a new memory
+    (`agentmem.validate.version`); ValidationError naming the line."""
     header: Header | None = None
     versions: list[VersionLine] = []
     links: list[LinkLine] = []
@@ -81,39 +107,83 @@ def parse_lines(
             line = _decoder.decode(raw)
         except msgspec.DecodeError as exc:
             raise ValidationError(f"line {n}: {exc}") from None
+        except RecursionError:
+            raise ValidationError(f"line {n}: nested too deeply") from None
         if isinstance(line, Header):
             if line.format != FORMAT or line.format_version > FORMAT_VERSION:
                 raise ValidationError(f"line {n}: not an {FORMAT} file of version <= {FORMAT_VERSION}")
             header = line
         elif isinstance(line, VersionLine):
-            _check(line.memory, f"line {n}", kinds)
-            versions.append(line)
+            try:
+                checked = validate.version(_plain(line.memory), config)
+            except ValidationError as exc:
+                raise ValidationError(f"line {n}: memory {line.memory.id}: {exc}") from None
+            versions.append(VersionLine(checked, line.embedding))
         else:
-            links.append(line)  # its kind was checked by the decoder
+            links.append(LinkLine(Link(*msgspec.structs.astuple(line.link))))  # its kind was checked by the decoder
     return header, versions, links
 
 
-def _check_graph(versions: list[VersionLine], links: list[LinkLine]) -> None:
-    """Ids in range, unique, and every reference (lineage, parent, successor, link) inside the file
-    and inside one project, so an import can never graft itself onto memories already stored."""
+def _check_graph(versions: list[VersionLine], links: list[LinkLine], now: datetime) -> None:
+    """Ids in range and unique; every reference (lineage, parent, successor, source, link) inside
+    the file and inside one project, so an import can never graft itself onto memories already
+    stored; each lineage whole (versions 1..n, each replacing the one before, exactly one latest);
+    and at most one current memory per key and per triple slot."""
     by_id = {v.memory.id: v.memory for v in versions}
     if len(by_id) != len(versions):
         raise ValidationError("the file repeats a memory id")
     for m in by_id.values():
-        for field in ("id", "lineage_id", "parent_id", "superseded_by"):
-            ref = getattr(m, field)
-            if ref is None:
-                continue
-            validate.memory_id(ref, f"memory {m.id}: {field}")
-            if field != "id" and (ref not in by_id or by_id[ref].project != m.project):
+        if m.id > MAX_IMPORT_ID:
+            raise ValidationError(f"memory {m.id}: an import's ids go up to 2**52, so that new ids stay in range")
+        refs = [(f, getattr(m, f)) for f in ("lineage_id", "parent_id", "superseded_by")]
+        for field, ref in refs + [("source_ids", i) for i in m.source_ids]:
+            if ref is not None and (ref not in by_id or by_id[ref].project != m.project):
                 raise ValidationError(f"memory {m.id}: {field} {ref} is not a version of the same project in the file")
-        for ref in m.source_ids:
-            validate.memory_id(ref, f"memory {m.id}: source_ids")
     for ln in links:
-        for ref in (ln.link.src_id, ln.link.dst_id):
-            validate.memory_id(ref, "link")
-        if ln.link.src_id not in by_id:
-            raise ValidationError(f"link {ln.link.src_id} -> {ln.link.dst_id}: its source is not in the file")
+        src, dst = by_id.get(ln.link.src_id), by_id.get(ln.link.dst_id)
+        if src is None or dst is None or src.project != dst.project:
+            raise ValidationError(
+                f"link {ln.link.src_id} -> {ln.link.dst_id}: not two versions of one project in the file"
+            )
+    lineages: dict[int, list[MemoryVersion]] = {}
+    for m in by_id.values():
+        lineages.setdefault(m.lineage_id, []).append(m)
+    for lineage_id, chain in lineages.items():
+        _check_lineage(lineage_id, sorted(chain, key=lambda m: m.version))
+    held: dict[tuple[str, str, str], int] = {}
+    for m in by_id.values():
+        if not m.is_latest or m.status != "active" or m.kind in NEVER_SUPERSEDED:
+            continue
+        if m.expires_at is not None and m.expires_at <= now:
+            continue  # an expired memory holds nothing
+        slots = [("key", m.key)] if m.key is not None else []
+        if m.triple is not None:
+            slots.append(("triple slot", slot_of(m.triple.subject, m.triple.predicate)))
+        for what, value in slots:
+            other = held.setdefault((m.project, what, value), m.id)
+            if other != m.id:
+                raise ValidationError(f"memories {other} and {m.id} are both current for the {what} {value!r}")
+
+
+def _check_lineage(lineage_id: int, chain: list[MemoryVersion]) -> None:
+    """Versions 1..n, each replacing the one before it; only the last is latest, and each older one
+    names its successor."""
+    where = f"lineage {lineage_id}"
+    if [m.version for m in chain] != list(range(1, len(chain) + 1)):
+        raise ValidationError(f"{where}: versions {[m.version for m in chain]} are not 1, 2, ... without gaps")
+    if chain[0].id != lineage_id:
+        raise ValidationError(f"{where}: its first version is memory {chain[0].id}, not {lineage_id}")
+    for before, m in zip([None, *chain], chain, strict=False):
+        if m.parent_id != (before.id if before else None):
+            raise ValidationError(f"{where}: memory {m.id} (version {m.version}) has parent_id {m.parent_id}")
+    *older, last = chain
+    if not last.is_latest or any(m.is_latest for m in older):
+        raise ValidationError(f"{where}: exactly one version, the last, must be latest")
+    for m, after in zip(older, chain[1:], strict=True):
+        if m.status == "active" or m.superseded_by != after.id:
+            raise ValidationError(
+                f"{where}: memory {m.id} was replaced by {after.id}, so it is not active and names it as superseded_by"
+            )
 
 
 def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:
@@ -123,8 +193,8 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
     are not admins) the file's vectors are ignored and the content is embedded here, so nobody can
     plant a vector that another project's identical text would later reuse.
     """
-    header, versions, links = parse_lines(lines, engine.config.kinds)
-    _check_graph(versions, links)
+    header, versions, links = parse_lines(lines, engine.config)
+    _check_graph(versions, links, engine.clock())
     ids = [v.memory.id for v in versions]
     store, embedder = engine.store, engine.embedder
     use_file = trust_embeddings and header is not None and header.model == embedder.name and header.dim == embedder.dim

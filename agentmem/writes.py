@@ -18,6 +18,7 @@ from agentmem import validate
 from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ValidationError
+from agentmem.filters import Filter
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforcement
 from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide
@@ -27,7 +28,20 @@ from agentmem.unit import Write
 
 def prepared(engine: Engine, item: NewMemory | str | None, fields: dict[str, Any]) -> NewMemory:
     """A checked NewMemory from either a NewMemory or its fields as keywords."""
-    return validate.new_memory(validate.as_new_memory(item, fields), engine.config, engine.clock())
+    new = validate.new_memory(validate.as_new_memory(item, fields), engine.config, engine.clock())
+    return _sources_known(engine, new)
+
+
+def _sources_known(engine: Engine, new: NewMemory) -> NewMemory:
+    """`new`, if each of its source_ids is a version stored in its own project (its evidence)."""
+    wanted = set(new.source_ids)
+    if wanted:
+        found = set(engine.store.ids(Filter(ids=tuple(wanted), projects=(new.project or "",))))
+        if wanted - found:
+            raise ValidationError(
+                f"source_ids: {', '.join(map(str, sorted(wanted - found)))} not memories of project {new.project!r}"
+            )
+    return new
 
 
 def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:
@@ -169,7 +183,7 @@ def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str
     now = engine.clock()
     if "expires_at" not in changes and old.expires_at is not None and old.expires_at <= now:
         base["expires_at"] = None  # the old version's TTL has lapsed: the new one starts without it
-    return validate.new_memory(NewMemory(**base), engine.config, now)
+    return _sources_known(engine, validate.new_memory(NewMemory(**base), engine.config, now))
 
 
 def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
@@ -178,7 +192,7 @@ def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
     checked = []
     for n, item in enumerate(items):
         try:
-            new = validate.new_memory(item, engine.config, now)
+            new = _sources_known(engine, validate.new_memory(item, engine.config, now))
         except ValidationError as exc:
             raise ValidationError(f"observation {n}: {exc}") from None
         if new.kind not in NEVER_SUPERSEDED:

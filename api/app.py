@@ -27,6 +27,7 @@ from agentmem.errors import (
 )
 from api import metrics, viewer
 from api.auth import Authenticator, principal
+from api.body import StrictRequest
 from api.deps import memory
 from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
@@ -178,6 +179,7 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
         on_shutdown=[shutdown],
         state=state,
         request_max_body_size=settings.max_body_bytes,
+        request_class=StrictRequest,
         openapi_config=OpenAPIConfig(
             title="agentmem",
             version=agentmem.__version__,

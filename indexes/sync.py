@@ -64,15 +64,17 @@ class IndexReport(msgspec.Struct, frozen=True):
 
 
 class Consistency(msgspec.Struct, frozen=True):
-    """The invariant: the ids in each index equal the store's indexable ids."""
+    """The invariant: the ids in each index equal the store's indexable ids; and the store's own
+    invariants hold (`store_problems`, each a sentence, filled in by the store's owner)."""
 
     expected: int
     last_seq: int
     indexes: list[IndexReport]
+    store_problems: list[str] = []
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.indexes)
+        return all(r.ok for r in self.indexes) and not self.store_problems
 
 
 def _progress(total: int, desc: str) -> tqdm:

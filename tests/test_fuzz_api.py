@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentmem import Memory
 from api.app import create_app
@@ -50,6 +52,106 @@ def test_no_generated_request_gets_a_5xx(tmp_path: Path) -> None:
     assert calls > 300
     assert mem.check().ok  # after every generated request, the indexes still match DuckDB
     mem.close()
+
+
+# -- import lines and strict types (issue 17) ------------------------------------------------
+
+T = "2026-01-01T00:00:00Z"
+BASE_LINE = {"id": 900, "lineage_id": 900, "version": 1, "parent_id": None, "is_latest": True, "status": "active",
+             "content": "An imported fact", "tier": "semantic", "kind": "fact", "project": "default",
+             "source": "import", "salience": 0.5, "confidence": 0.7, "created_at": T, "valid_from": T,
+             "last_reinforced_at": T, "key": "fuzz.key", "source_ids": []}  # fmt: skip
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**64), max_value=2**64) | st.floats() | st.text(max_size=50)
+    | st.sampled_from(["", "\u200b", "\x00", "x" * 40_000, "0001-01-01T00:00:00Z", "1815-06-09T00:00:00Z",
+                       "9999-12-31T23:59:59Z", "archived", "deleted", "event", "working", "2**53", str(2**53)]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+FIELDS = sorted({*BASE_LINE, "superseded_by", "valid_to", "expires_at", "title", "triple", "pinned", "colour"})
+
+
+@pytest.fixture
+def app_and_memory(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from litestar.testing import TestClient
+
+    mem = Memory(tmp_path / "d", embedder=FakeEmbedder())
+    mem.remember("A memory already stored", project="default", key="held.key")
+    env = {"AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0"}
+    with TestClient(create_app(load(env=env), mem=mem)) as client:
+        yield client, mem
+    mem.close()
+
+
+def test_fuzzed_import_lines_are_refused_whole_or_keep_the_invariants(app_and_memory) -> None:  # type: ignore[no-untyped-def]
+    client, mem = app_and_memory
+    seen: Counter[int] = Counter()
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(changes=st.dictionaries(st.sampled_from(FIELDS), JSON_VALUES, min_size=1, max_size=3),
+           extra=st.booleans())  # fmt: skip
+    def check(changes: dict[str, object], extra: bool) -> None:
+        start = mem.stats().versions + 1000  # fresh ids, so a good file is accepted
+        line = {**BASE_LINE, "id": start, "lineage_id": start, **changes}
+        lines = [json.dumps({"type": "memory", "memory": line})]
+        if extra:  # a well-formed second lineage that must not be written when the first line is bad
+            lines.append(json.dumps({"type": "memory", "memory": {**BASE_LINE, "id": start + 1,
+                                                                  "lineage_id": start + 1, "key": None}}))  # fmt: skip
+        before = mem.stats().versions
+        r = client.post("/v1/import", content="\n".join(lines).encode())
+        seen[r.status_code] += 1
+        assert r.status_code < 500, r.text
+        if r.status_code >= 400:
+            assert r.json()["error"]["message"] and mem.stats().versions == before
+        report = mem.check()
+        assert report.ok, report.store_problems
+
+    check()
+    assert seen[400] > 100 and seen[201] > 0, seen
+
+
+STRICT_BODIES = {
+    "/v1/memories": {"content": "A strictly typed fact", "project": "default", "salience": 0.5, "pinned": False,
+                     "source_ids": [1], "valid_from": T, "key": "strict.key", "kind": "fact"},
+    "/v1/recall": {"query": "fact", "project": "default", "k": 5, "kinds": ["fact"], "as_of": T,
+                   "include_history": False},
+    "/v1/context": {"query": "fact", "project": "default", "max_memories": 3, "token_budget": 200},
+    "/v1/delete": {"reason": "fuzz", "ids": [1], "dry_run": True, "scope": ["default"]},
+    "/v1/sweep": {"dry_run": True, "limit": 3, "threshold": 0.5, "projects": ["default"]},
+    "/v1/memories/1/pin": {"pinned": True},
+    "/v1/memories/1/restore": {"ttl_days": 3.0},
+}  # fmt: skip
+
+
+def _wrong(value: object) -> st.SearchStrategy[object]:
+    """JSON values of another type than `value`'s (an int is a number a float field takes)."""
+    if isinstance(value, bool):
+        return st.integers() | st.text() | st.just([value])
+    if isinstance(value, int | float):
+        return st.text() | st.booleans() | st.just([value]) | st.builds(str, st.just(value))
+    if isinstance(value, str):
+        return st.integers() | st.floats(allow_nan=False) | st.booleans() | st.just([value]) | st.just({"v": value})
+    return st.text() | st.integers() | st.just({"v": value})
+
+
+@pytest.mark.parametrize("path", list(STRICT_BODIES))
+def test_a_fuzzed_wrong_type_is_a_400_naming_the_field(app_and_memory, path: str) -> None:  # type: ignore[no-untyped-def]
+    client, mem = app_and_memory
+    body = STRICT_BODIES[path]
+    assert client.post(path, json=body).status_code != 400  # the body as it stands is not bad input
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        field = data.draw(st.sampled_from(sorted(body)))
+        value = data.draw(_wrong(body[field]))
+        before = mem.stats().versions
+        r = client.post(path, json={**body, field: value})
+        assert r.status_code == 400, (field, value, r.text)
+        assert r.json()["error"]["message"].startswith(field), r.text
+        assert mem.stats().versions == before
+
+    check()
 
 
 pytestmark = pytest.mark.slow

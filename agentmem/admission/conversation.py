@@ -65,7 +65,12 @@ def _time(value: Any) -> datetime | None:
             t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
-        return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+        if t.tzinfo is None:
+            return t.replace(tzinfo=UTC)
+        try:
+            return t.astimezone(UTC)
+        except OverflowError:  # before year 1 in UTC: kept as given, so remember refuses it as invalid
+            return t
     return None
 
 

@@ -107,7 +107,7 @@ class Scan:
         if seen is not None:  # the same statement from the same place, scanned before: nothing new
             self.outcomes["unchanged"] += 1
             item = msgspec.structs.replace(item, outcome="unchanged", memory_id=seen)
-        elif not self.dry_run:
+        else:
             new = NewMemory(
                 content=c.text,
                 project=self.project,
@@ -120,14 +120,16 @@ class Scan:
                 source_ref=c.ref,
                 valid_from=time,
             )
-            try:
-                result = writes.remember(self.mem, writes.prepared(self.mem, new, {}), actor=self.actor)
+            try:  # a dry run checks exactly what a real run checks; only the write is left out
+                checked = writes.prepared(self.mem, new, {})
+                result = None if self.dry_run else writes.remember(self.mem, checked, actor=self.actor)
             except ValidationError:
                 self.rejected["invalid"] += 1
                 self._list(self.rejected_items, msgspec.structs.replace(item, reason="invalid"))
                 return
-            self.outcomes[result.outcome] += 1
-            item = msgspec.structs.replace(item, outcome=result.outcome, memory_id=result.memory.id)
+            if result is not None:
+                self.outcomes[result.outcome] += 1
+                item = msgspec.structs.replace(item, outcome=result.outcome, memory_id=result.memory.id)
         self.admitted += 1
         self._list(self.admitted_items, item)
 

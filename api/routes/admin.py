@@ -53,7 +53,8 @@ def stats(who: Who, mem: Mem, project: FromQuery[list[str] | None] = None) -> St
 
 @post("/v1/check", sync_to_thread=True, status_code=200, summary="Consistency check (admin)")
 def check(who: Who, mem: Mem) -> Consistency:
-    """Ids in each index against the latest active ids in DuckDB."""
+    """Ids in each index against the latest active ids in DuckDB, and the store's own invariants
+    (`store_problems`: lineages, references, one current memory per key and slot)."""
     who.require("admin")
     return mem.check()
 

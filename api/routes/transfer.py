@@ -35,7 +35,7 @@ async def import_(request: Request, who: Who, mem: Mem) -> ImportReply:  # type:
     lines = body.splitlines()
 
     def run() -> int:
-        _, versions, _ = parse_lines(lines)
+        _, versions, _ = parse_lines(lines, mem.config)
         denied = sorted({v.memory.project for v in versions if not who.allows(v.memory.project)})
         if denied:
             from litestar.exceptions import PermissionDeniedException
