@@ -26,6 +26,11 @@ from api.settings import load  # noqa: E402
 from fakes import DIM, FakeEmbedder  # noqa: E402
 from servers import Server, app_client  # noqa: E402
 
+try:  # the README's agent example; at module level, where the tools' annotations are resolved
+    from langchain.tools import ToolRuntime
+except ImportError:  # pragma: no cover
+    ToolRuntime = None  # type: ignore[assignment,misc]
+
 TOKEN = "langgraph-test-secret-000001"
 TOKENS = f"lg:{TOKEN}:admin:*"
 
@@ -313,6 +318,45 @@ def test_a_langgraph_graph_writes_a_fact_then_its_replacement_then_recalls(memor
     said = ["The dev server runs on port 3000.", "The dev server is on port 4000 now."]
     out = app.invoke({"user": "ada", "said": said, "recalled": []})
     assert out["recalled"] == ["The dev server is on port 4000 now."]
+
+
+def test_the_readme_agent_writes_a_fact_and_its_replacement_and_recalls(memory: Memory) -> None:
+    """The README's example: LangChain's create_agent (create_react_agent's successor) with
+    store=AgentMemStore, its tools reaching the store through ToolRuntime; a scripted chat model."""
+    if ToolRuntime is None:
+        pytest.skip("langchain is not installed")
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    class Scripted(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:  # type: ignore[override]
+            return self  # the script already says which tool to call
+
+    def save_fact(fact: str, runtime: ToolRuntime) -> str:
+        """Remember a durable fact about the user's project."""
+        assert runtime.store is not None
+        runtime.store.put(("memories", "ada"), f"fact-{abs(hash(fact))}", {"content": fact})
+        return "saved"
+
+    def search_facts(query: str, runtime: ToolRuntime) -> list[str]:
+        """The user's current facts that best answer the query."""
+        assert runtime.store is not None
+        return [i.value["content"] for i in runtime.store.search(("memories", "ada"), query=query, limit=5)]
+
+    def call(n: int, tool: str, **args: str) -> AIMessage:
+        return AIMessage(content="", tool_calls=[{"name": tool, "args": args, "id": f"call-{n}"}])
+
+    script = [
+        call(1, "save_fact", fact="The dev server runs on port 3000."),
+        call(2, "save_fact", fact="The dev server is on port 4000 now."),
+        call(3, "search_facts", query="dev server port"),
+        AIMessage(content="It is on port 4000."),
+    ]
+    agent = create_agent(Scripted(messages=iter(script)), tools=[save_fact, search_facts], store=AgentMemStore(memory))
+    out = agent.invoke({"messages": [{"role": "user", "content": "the dev server moved; where is it now?"}]})
+    found = [m.content for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "search_facts"]
+    assert found == ['["The dev server is on port 4000 now."]']
 
 
 def test_the_store_talks_to_agentmem_only_through_its_public_api() -> None:
