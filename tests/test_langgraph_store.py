@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -357,14 +356,3 @@ def test_the_readme_agent_writes_a_fact_and_its_replacement_and_recalls(memory: 
     out = agent.invoke({"messages": [{"role": "user", "content": "the dev server moved; where is it now?"}]})
     found = [m.content for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "search_facts"]
     assert found == ['["The dev server is on port 4000 now."]']
-
-
-def test_the_store_talks_to_agentmem_only_through_its_public_api() -> None:
-    import ast
-
-    import agentmem
-
-    tree = ast.parse(Path(agentmem.integrations.langgraph.__file__).read_text())
-    imported = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-    ours = {(m, name) for m, name in imported if m and m.split(".")[0] in ("agentmem", "indexes", "api")}
-    assert ours and all(m == "agentmem" and name in agentmem.__all__ for m, name in ours)
