@@ -50,7 +50,14 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     s.close()
 
 
-@pytest.fixture(params=["langgraph-inmemory", "in-process", "http-routes", "server-socket"])
+@pytest.fixture(
+    params=[
+        "langgraph-inmemory",
+        "in-process",
+        "http-routes",
+        pytest.param("server-socket", marks=[pytest.mark.model, pytest.mark.slow]),
+    ]
+)
 def store(request: pytest.FixtureRequest, memory: Memory) -> Iterator[BaseStore]:
     """LangGraph's own InMemoryStore (the reference every case must also pass) and agentmem's store
     over each way of reaching agentmem."""
@@ -176,6 +183,7 @@ def test_search_pages_with_limit_and_offset(store: BaseStore) -> None:
     first, rest = store.search(ADA, limit=2), store.search(ADA, limit=10, offset=2)
     assert len(first) == 2 and len(rest) == 1
     assert {i.key for i in first + rest} == set(FACTS)
+    assert store.search(ADA, limit=0) == [] and store.search(ADA, query="espresso", limit=0) == []
 
 
 def test_search_filters_on_value_fields(store: BaseStore) -> None:

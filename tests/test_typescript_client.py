@@ -97,6 +97,8 @@ def test_the_unchanged_schema_compiles(memory: Memory, tmp_path: Path) -> None:
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_the_node_tests_pass_against_a_real_server(tmp_path: Path) -> None:
     server = Server(tmp_path / "data", tokens=f"ts:{TOKEN}:admin:ts")
     server.start()

@@ -122,6 +122,8 @@ class AgentMemStore(BaseStore):
             self.memory.remember(content=content, project=project, agent=self.agent, source_ref=op.key, **fields)
 
     def search_items(self, op: SearchOp) -> list[SearchItem]:
+        if op.limit <= 0:
+            return []
         projects = [p for p in self._projects() if namespace_of(p)[: len(op.namespace_prefix)] == op.namespace_prefix]
         if not projects:
             return []
