@@ -1,55 +1,62 @@
-"""Prometheus text-format metrics: request counts and latencies, index sizes, outbox lag."""
+"""Prometheus metrics through `prometheus_client`: request counts and latencies, index sizes, outbox lag.
+
+Each app has its own registry (tests run many apps in one process). The names are the ones this
+service has always served: `agentmem_requests_total` and `agentmem_request_seconds` (a histogram)
+by method, route template and status, and one gauge per index figure, read at scrape time.
+Litestar's own Prometheus plugin would name them `litestar_*` with other labels, so it is not used.
+"""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import defaultdict
+from collections.abc import Iterator, Mapping
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+class _Gauges(Collector):
+    """The index figures handed to the scrape that is collecting (read fresh for each scrape)."""
+
+    def __init__(self) -> None:
+        self.values: Mapping[str, float] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        for name, value in self.values.items():
+            yield GaugeMetricFamily(f"agentmem_{name}", f"agentmem {name.replace('_', ' ')}.", value=value)
+
+
 class Metrics:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.requests: dict[tuple[str, str, int], int] = defaultdict(int)
-        self.buckets: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * (len(BUCKETS) + 1))
-        self.sums: dict[tuple[str, str], float] = defaultdict(float)
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "agentmem_requests",
+            "HTTP requests by method, route and status.",
+            ("method", "route", "status"),
+            registry=self.registry,
+        )
+        self.seconds = Histogram(
+            "agentmem_request_seconds",
+            "HTTP request latency.",
+            ("method", "route"),
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self._gauges = _Gauges()
+        self.registry.register(self._gauges)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        with self._lock:
-            self.requests[(method, route, status)] += 1
-            counts = self.buckets[(method, route)]
-            for i, edge in enumerate(BUCKETS):
-                if seconds <= edge:
-                    counts[i] += 1
-            counts[-1] += 1
-            self.sums[(method, route)] += seconds
+        self.requests.labels(method, route, str(status)).inc()
+        self.seconds.labels(method, route).observe(seconds)
 
-    def render(self, gauges: dict[str, float]) -> str:
-        out = [
-            "# HELP agentmem_requests_total HTTP requests by method, route and status.",
-            "# TYPE agentmem_requests_total counter",
-        ]
-        with self._lock:
-            for (method, route, status), n in sorted(self.requests.items()):
-                out.append(f'agentmem_requests_total{{method="{method}",route="{route}",status="{status}"}} {n}')
-            out += [
-                "# HELP agentmem_request_seconds HTTP request latency.",
-                "# TYPE agentmem_request_seconds histogram",
-            ]
-            for (method, route), counts in sorted(self.buckets.items()):
-                labels = f'method="{method}",route="{route}"'
-                for edge, n in zip(BUCKETS, counts, strict=False):
-                    out.append(f'agentmem_request_seconds_bucket{{{labels},le="{edge}"}} {n}')
-                out.append(f'agentmem_request_seconds_bucket{{{labels},le="+Inf"}} {counts[-1]}')
-                out.append(f"agentmem_request_seconds_sum{{{labels}}} {self.sums[(method, route)]:.6f}")
-                out.append(f"agentmem_request_seconds_count{{{labels}}} {counts[-1]}")
-        for name, value in gauges.items():
-            out += [f"# TYPE agentmem_{name} gauge", f"agentmem_{name} {value}"]
-        return "\n".join(out) + "\n"
+    def render(self, gauges: Mapping[str, float]) -> str:
+        """The Prometheus text format of the requests so far and these gauges."""
+        self._gauges.values = gauges
+        return generate_latest(self.registry).decode("utf-8")
 
 
 def middleware(app: ASGIApp) -> ASGIApp:

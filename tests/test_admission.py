@@ -10,6 +10,7 @@ import pytest
 
 from agentmem import Memory, ValidationError, writes
 from agentmem.admission import REASONS, propose
+from agentmem.admission.extract import sentences
 from agentmem.admission.notes import intent_view
 from agentmem.cli import main
 from fakes import FakeEmbedder
@@ -359,3 +360,18 @@ def test_conversation_through_the_real_model(real_embedder, tmp_path: Path) -> N
             "I prefer spaces for indentation."
         ]
         assert mem.check().ok
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Dr. Patel moved the standup to 10:30. We use Postgres now!",
+         ["Dr. Patel moved the standup to 10:30.", "We use Postgres now!"]),
+        ("The API listens on 8080, e.g. for staging. Is it on 4000?",
+         ["The API listens on 8080, e.g. for staging.", "Is it on 4000?"]),
+        ("- we deploy on Fridays\n- my editor is Helix", ["we deploy on Fridays", "my editor is Helix"]),
+        ("ok so the build runs on CI\nanyway my name is Ada", ["the build runs on CI", "my name is Ada"]),
+    ],
+)  # fmt: skip
+def test_sentences_keep_abbreviations_and_split_lines(text: str, expected: list[str]) -> None:
+    assert list(sentences(text)) == expected

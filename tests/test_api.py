@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from litestar.testing import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from agentmem import Memory
 from api.app import create_app
@@ -158,9 +159,15 @@ def test_metrics(client: TestClient) -> None:  # type: ignore[type-arg]
     remember(client, "one")
     client.post("/v1/recall", json={"query": "one"}, headers=auth("read"))
     text = client.get("/metrics", headers=auth("read")).text
-    assert 'agentmem_requests_total{method="POST",route="/v1/memories",status="201"} 1' in text
-    assert 'agentmem_request_seconds_count{method="POST",route="/v1/recall"} 1' in text
-    assert "agentmem_bm25_documents 1" in text and "agentmem_outbox_lag 0" in text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}  # fmt: skip
+    assert samples[("agentmem_requests_total", (("method", "POST"), ("route", "/v1/memories"), ("status", "201")))] == 1
+    assert samples[("agentmem_request_seconds_count", (("method", "POST"), ("route", "/v1/recall")))] == 1
+    assert (
+        samples[("agentmem_request_seconds_bucket", (("le", "+Inf"), ("method", "POST"), ("route", "/v1/recall")))] == 1
+    )
+    assert samples[("agentmem_bm25_documents", ())] == 1 and samples[("agentmem_outbox_lag", ())] == 0
+    assert "# TYPE agentmem_request_seconds histogram" in text
 
 
 def test_openapi_lists_every_route(client: TestClient) -> None:  # type: ignore[type-arg]
@@ -301,8 +308,13 @@ ROUTES: list[tuple[str, str, Any, str | None, int]] = [
     ("GET", "/v1/memories/1/provenance", None, "read", 404),
     ("POST", "/v1/consolidate", {"projects": ["shop"]}, "write", 403),
     ("POST", "/v1/sessions/matrix/end", {"project": "shop"}, "write", 403),
-    ("POST", "/v1/ingest/conversation", {"messages": [{"role": "user", "content": "I live in Oslo."}],
-                                         "project": "shop", "dry_run": True}, "write", 403),
+    (
+        "POST",
+        "/v1/ingest/conversation",
+        {"messages": [{"role": "user", "content": "I live in Oslo."}], "project": "shop", "dry_run": True},
+        "write",
+        403,
+    ),
     ("POST", "/v1/ingest/notes", {"path": SMALL_TREE, "project": "shop", "dry_run": True}, "admin", 403),
     ("POST", "/v1/ingest/code", {"path": SMALL_TREE, "project": "shop", "dry_run": True}, "admin", 403),
 ]

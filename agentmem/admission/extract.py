@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import msgspec
+from sentencex import segment
 
 from agentmem.admission.policy import Reason, is_event, mentions_self, object_ok, predicate_ok, remark, screen
 from agentmem.records import Triple
@@ -164,7 +165,6 @@ _ABOUT_YOU = frozenset("it that this them those you your yours how what when".sp
 _DEGREE = frozenset("so very really super pretty too such quite totally extremely incredibly kinda".split())
 _IDENTITY_SLOTS = frozenset("name age birthday pronouns nationality job role title occupation profession email".split())
 
-_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n")
 _FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _FILLER = re.compile(
     r"^(?:(?:actually|well|so|oh|ah|also|and|but|btw|by the way|anyway|yeah|yes|yep|no|nope|okay|ok|fyi|"
@@ -195,7 +195,9 @@ def sentences(text: str) -> Iterator[str]:
 
 
 def _split(text: str) -> Iterator[str]:
-    for part in _SENTENCE.split(text):
+    # Each line is split on its own (a chat line or a list item ends a sentence), by sentencex,
+    # which knows abbreviations ("Dr. Patel", "e.g. staging") that a punctuation rule cuts.
+    for part in (p for line in text.split("\n") for p in segment("en", line)):
         s = " ".join(part.split())
         s = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", s)
         s = _FILLER.sub("", s).strip()
