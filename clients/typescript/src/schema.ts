@@ -69,7 +69,8 @@ export interface paths {
         put?: never;
         /**
          * Consistency check (admin)
-         * @description Ids in each index against the latest active ids in DuckDB.
+         * @description Ids in each index against the latest active ids in DuckDB, and the store's own invariants
+         *     (`store_problems`: lineages, references, one current memory per key and slot).
          */
         post: operations["V1CheckCheck"];
         delete?: never;
@@ -753,6 +754,7 @@ export interface components {
             expected: number;
             last_seq: number;
             indexes: components["schemas"]["IndexReport"][];
+            store_problems?: string[];
         };
         /** ConsolidateRequest */
         ConsolidateRequest: {
