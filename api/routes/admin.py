@@ -11,9 +11,10 @@ from litestar import Response, get, post
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
-from agentmem import Stats
+from agentmem import Memory, Stats
 from api.deps import Mem, Who
 from api.schemas import RebuildRequest, RebuildStatus
+from api.startup import Startup
 from indexes.sync import Consistency
 
 
@@ -23,6 +24,7 @@ class Health(msgspec.Struct, frozen=True):
 
 class Readiness(msgspec.Struct, frozen=True, kw_only=True):
     ready: bool
+    state: str = "ready"  # "starting" while the engine loads the embedding model (see api.startup)
     outbox_lag: int
     index_stale: bool
     rebuild: str
@@ -34,13 +36,16 @@ def health() -> Health:
     return Health(status="ok")
 
 
-@get("/ready", summary="Readiness: indexes caught up with the store (no token needed)")
-async def ready(mem: Mem, state: State) -> Response[Readiness]:
+@get("/ready", summary="Readiness: engine loaded, indexes caught up with the store (no token needed)")
+async def ready(state: State) -> Response[Readiness]:
+    """503 with state `starting` while the model loads, and while the indexes lag behind the store."""
+    mem: Memory = state.memory
+    startup: Startup = state.startup
     lag = await run(mem.indexes.lag)
     stale = mem.index_stale
     body = Readiness(
-        ready=lag == 0 and not stale, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state,
-        degraded=mem.degraded,
+        ready=startup.is_ready and lag == 0 and not stale, state=startup.state, outbox_lag=lag,
+        index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded,
     )
     return Response(body, status_code=200 if body.ready else 503)
 
