@@ -28,28 +28,33 @@ class Metrics:
             counts[-1] += 1
             self.sums[(method, route)] += seconds
 
-    def render(self, gauges: dict[str, float]) -> str:
+    def render(self, gauges: dict[str, float], *, requests: bool = True) -> str:
+        """The text format: the request counters and latencies (unless `requests` is False), then `gauges`."""
+        with self._lock:
+            out = self._requests() if requests else []
+        for name, value in gauges.items():
+            out += [f"# TYPE agentmem_{name} gauge", f"agentmem_{name} {value}"]
+        return "\n".join(out) + "\n"
+
+    def _requests(self) -> list[str]:
         out = [
             "# HELP agentmem_requests_total HTTP requests by method, route and status.",
             "# TYPE agentmem_requests_total counter",
         ]
-        with self._lock:
-            for (method, route, status), n in sorted(self.requests.items()):
-                out.append(f'agentmem_requests_total{{method="{method}",route="{route}",status="{status}"}} {n}')
-            out += [
-                "# HELP agentmem_request_seconds HTTP request latency.",
-                "# TYPE agentmem_request_seconds histogram",
-            ]
-            for (method, route), counts in sorted(self.buckets.items()):
-                labels = f'method="{method}",route="{route}"'
-                for edge, n in zip(BUCKETS, counts, strict=False):
-                    out.append(f'agentmem_request_seconds_bucket{{{labels},le="{edge}"}} {n}')
-                out.append(f'agentmem_request_seconds_bucket{{{labels},le="+Inf"}} {counts[-1]}')
-                out.append(f"agentmem_request_seconds_sum{{{labels}}} {self.sums[(method, route)]:.6f}")
-                out.append(f"agentmem_request_seconds_count{{{labels}}} {counts[-1]}")
-        for name, value in gauges.items():
-            out += [f"# TYPE agentmem_{name} gauge", f"agentmem_{name} {value}"]
-        return "\n".join(out) + "\n"
+        for (method, route, status), n in sorted(self.requests.items()):
+            out.append(f'agentmem_requests_total{{method="{method}",route="{route}",status="{status}"}} {n}')
+        out += [
+            "# HELP agentmem_request_seconds HTTP request latency.",
+            "# TYPE agentmem_request_seconds histogram",
+        ]
+        for (method, route), counts in sorted(self.buckets.items()):
+            labels = f'method="{method}",route="{route}"'
+            for edge, n in zip(BUCKETS, counts, strict=False):
+                out.append(f'agentmem_request_seconds_bucket{{{labels},le="{edge}"}} {n}')
+            out.append(f'agentmem_request_seconds_bucket{{{labels},le="+Inf"}} {counts[-1]}')
+            out.append(f"agentmem_request_seconds_sum{{{labels}}} {self.sums[(method, route)]:.6f}")
+            out.append(f"agentmem_request_seconds_count{{{labels}}} {counts[-1]}")
+        return out
 
 
 def middleware(app: ASGIApp) -> ASGIApp:

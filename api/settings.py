@@ -40,8 +40,9 @@ projects = ["shop"]                      # or ["*"] for every project
 ```
 
 Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_CONFIG (the file),
-AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, and AGENTMEM_TOKENS =
-"name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear).
+AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, AGENTMEM_TOKENS =
+"name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear), and
+AGENTMEM_INGEST_ROOTS = "/abs/dir=project1,project2;..." (added to the file's ingest_roots).
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ class IngestRoot(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A directory on the server that admin ingest may read, and the projects it may feed."""
 
     path: str
-    projects: list[str]
+    projects: list[str]  # or ["*"] for every project
+
+    def feeds(self, project: str) -> bool:
+        return project in self.projects or "*" in self.projects
 
 
 class ViewerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -176,6 +180,11 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         tokens.append(
             _token({"name": name, "token": secret, "role": role, "projects": projects.split(",")}, "AGENTMEM_TOKENS")
         )
+    roots = raw.pop("ingest_roots", None) or []
+    for item in filter(None, env.get("AGENTMEM_INGEST_ROOTS", "").split(";")):
+        path, _, projects = item.rpartition("=")
+        roots.append({"path": path, "projects": [p for p in projects.split(",") if p]})
+    raw["ingest_roots"] = roots
     kinds = raw.get("kinds")
     if isinstance(kinds, dict):  # TOML has no null: half_life_days = "never" means the kind never decays
         for spec in kinds.values():
@@ -192,6 +201,9 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         raise ValidationError("config: viewer.idle_minutes must be above 0 and at most 525600")
     for i, root in enumerate(settings.ingest_roots):
         if not Path(root.path).is_absolute() or not root.projects:
-            raise ValidationError(f"config: ingest_roots[{i}] needs an absolute path and at least one project")
+            raise ValidationError(
+                f"config: ingest_roots[{i}] needs an absolute path and at least one project (or '*'); "
+                "AGENTMEM_INGEST_ROOTS entries read /abs/dir=project1,project2"
+            )
     settings.config()  # fail now, not at startup, on bad kinds or retention settings
     return msgspec.structs.replace(settings, tokens=tokens, data_dir=settings.data_dir or str(default_data_dir()))

@@ -30,6 +30,7 @@ ENV = {
         ]
     ),
     "AGENTMEM_MAX_BODY_BYTES": "20000",
+    "AGENTMEM_INGEST_ROOTS": f"{Path(__file__).parent.parent / 'api' / 'routes'}=shop",
 }
 
 
@@ -157,7 +158,7 @@ def test_online_rebuild_is_audited_as_its_token(client: TestClient) -> None:  # 
 def test_metrics(client: TestClient) -> None:  # type: ignore[type-arg]
     remember(client, "one")
     client.post("/v1/recall", json={"query": "one"}, headers=auth("read"))
-    text = client.get("/metrics", headers=auth("read")).text
+    text = client.get("/metrics", headers=auth("admin")).text  # of every project: the whole service's
     assert 'agentmem_requests_total{method="POST",route="/v1/memories",status="201"} 1' in text
     assert 'agentmem_request_seconds_count{method="POST",route="/v1/recall"} 1' in text
     assert "agentmem_bm25_documents 1" in text and "agentmem_outbox_lag 0" in text

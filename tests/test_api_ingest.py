@@ -23,8 +23,9 @@ MESSAGES = [
 
 
 @pytest.fixture
-def client(memory: Memory) -> Iterator[TestClient]:  # type: ignore[type-arg]
-    with TestClient(create_app(load(env={**ENV, "AGENTMEM_SWEEP_EVERY_MINUTES": "0"}), mem=memory)) as c:
+def client(memory: Memory, tmp_path: Path) -> Iterator[TestClient]:  # type: ignore[type-arg]
+    env = {**ENV, "AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_INGEST_ROOTS": f"{tmp_path}=shop"}
+    with TestClient(create_app(load(env=env), mem=memory)) as c:
         yield c
 
 

@@ -12,6 +12,7 @@ from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
 from agentmem import Memory, Stats
+from api.auth import require_whole_service
 from api.deps import Mem, Who
 from api.schemas import RebuildRequest, RebuildStatus
 from api.startup import Startup
@@ -58,8 +59,9 @@ def stats(who: Who, mem: Mem, project: FromQuery[list[str] | None] = None) -> St
 
 @post("/v1/check", sync_to_thread=True, status_code=200, summary="Consistency check (admin)")
 def check(who: Who, mem: Mem) -> Consistency:
-    """Ids in each index against the latest active ids in DuckDB."""
-    who.require("admin")
+    """Ids in each index against the latest active ids in DuckDB, over every project (hence for an
+    admin token of all projects)."""
+    require_whole_service(who)
     return mem.check()
 
 
@@ -97,11 +99,14 @@ def rebuild_status(who: Who, state: State) -> RebuildStatus:
 
 @get("/metrics", sync_to_thread=True, media_type="text/plain; version=0.0.4", summary="Prometheus metrics")
 def metrics(who: Who, mem: Mem, state: State) -> str:
+    """Request counters and whole-service gauges for an admin token of every project; for any other
+    token, only gauges counted over its own projects (no other project's figures, no request counts)."""
+    whole = who.can("admin") and who.all_projects
+    figures = mem.stats(None if whole else who.scope())
     gauges = {
-        "bm25_documents": mem.indexes.bm25.count(),
-        "vector_documents": mem.indexes.vectors.count(),
-        "outbox_lag": mem.indexes.lag(),
-        "index_stale": int(mem.index_stale),
-        "current_memories": len(mem.live),
-    }
-    return state.metrics.render(gauges)  # type: ignore[no-any-return]
+        "bm25_documents": figures.bm25_docs,
+        "vector_documents": figures.vector_docs,
+        "outbox_lag": figures.outbox_pending,
+        "current_memories": figures.latest_active,
+    } | ({"index_stale": int(mem.index_stale)} if whole else {})
+    return state.metrics.render(gauges, requests=whole)  # type: ignore[no-any-return]

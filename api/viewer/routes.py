@@ -23,7 +23,7 @@ from agentmem.errors import AgentMemError, NotFoundError, ValidationError, for_r
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention, retention
-from api.auth import Authenticator, Principal
+from api.auth import Authenticator, Principal, require_whole_service
 from api.deps import memory as wait_for_memory
 from api.deps import memory_now, visible
 from api.viewer import pages
@@ -247,9 +247,9 @@ def stats(request: Request, project: FromPath[str], check: FromQuery[bool] = Fal
     mem = _mem(request)
     project = _project(v.who, project)
     if check:
-        v.who.require("admin")
+        require_whole_service(v.who)
     report = mem.check() if check else None
-    body = pages.stats(project, mem.stats([project]), len(mem.live), report, admin=v.who.can("admin"))
+    body = pages.stats(project, mem.stats([project]), report, admin=v.who.can("admin") and v.who.all_projects)
     return html(_doc(v, f"Stats of {project}", body, project))
 
 
