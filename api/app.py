@@ -11,11 +11,7 @@ from litestar import Litestar, MediaType, Request, Response
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
 
-import agentmem
 from agentmem import Memory
 from agentmem.errors import (
     AccessDeniedError,
@@ -25,7 +21,7 @@ from agentmem.errors import (
     ServiceUnavailableError,
     ValidationError,
 )
-from api import metrics, viewer
+from api import docs, metrics, viewer
 from api.auth import Authenticator, principal
 from api.deps import memory
 from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
@@ -161,6 +157,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             ingest.notes,
             ingest.code,
             viewer.router,
+            docs.assets(),
         ],
         dependencies={"who": Provide(principal), "mem": Provide(memory)},
         exception_handlers={
@@ -174,15 +171,6 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
         on_shutdown=[shutdown],
         state=state,
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="agentmem",
-            version=agentmem.__version__,
-            description="A versioned memory service for AI agents. Send `Authorization: Bearer <token>`.",
-            path="/docs",
-            render_plugins=[SwaggerRenderPlugin(path="/"), JsonRenderPlugin(path="/openapi.json")],
-            components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
-            security=[{"bearer": []}],
-            use_handler_docstrings=True,
-        ),
+        openapi_config=docs.openapi_config(),
         logging_config=None,
     )
