@@ -221,3 +221,12 @@ def test_open_server_needs_no_sign_in(memory: Memory) -> None:
         assert "loopback only" in c.get("/ui/p/solo/").text
         r = c.post("/ui/p/solo/remember", data={"content": "no csrf"})
         assert r.status_code == 403
+
+
+def test_the_session_cookie_is_secure_when_configured(memory: Memory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "agentmem.toml"
+    config.write_text("[viewer]\nsecure_cookie = true\nidle_minutes = 5\n")
+    with TestClient(create_app(load(config, env=ENV), mem=memory)) as c:
+        r = c.post("/ui/login", data={"token": TOKENS["read"], "next": "/ui/"}, follow_redirects=False)
+        assert r.status_code == 303 and "secure" in r.headers["set-cookie"].lower()
+        assert TOKENS["read"] not in r.headers["set-cookie"]
