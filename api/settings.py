@@ -180,7 +180,7 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         tokens.append(
             _token({"name": name, "token": secret, "role": role, "projects": projects.split(",")}, "AGENTMEM_TOKENS")
         )
-    roots = raw.pop("ingest_roots", None) or []
+    roots: list[object] = list(raw.pop("ingest_roots", None) or [])  # type: ignore[call-overload]
     for item in filter(None, env.get("AGENTMEM_INGEST_ROOTS", "").split(";")):
         path, _, projects = item.rpartition("=")
         roots.append({"path": path, "projects": [p for p in projects.split(",") if p]})

@@ -98,10 +98,10 @@ def viewer(request: Request) -> Viewer:  # type: ignore[type-arg]
     if not sid:
         raise NotAuthorizedException("sign in with a token to see this project")
     sessions: Sessions = request.app.state.sessions
-    who = sessions.get(sid)
-    if who is None:
+    signed_in = sessions.get(sid)
+    if signed_in is None:
         raise NotAuthorizedException("your session has ended: sign in again")
-    return Viewer(who, _csrf(f"session:{sid}"), cookie=True)
+    return Viewer(signed_in, _csrf(f"session:{sid}"), cookie=True)
 
 
 def same_origin(request: Request) -> None:  # type: ignore[type-arg]
