@@ -15,10 +15,11 @@ import httpx
 from litestar.testing import TestClient
 from litestar.testing.transport import TestClientTransport
 
-from agentmem.client import Client
+from agentmem.client import Client, serving
 
 TOKEN = "server-test-secret-000000001"
-ENV_TOKENS = f"w:{TOKEN}:admin:shop"
+ROOT_TOKEN = "server-test-root-secret-0001"  # an admin of every project: the id check covers them all
+ENV_TOKENS = f"w:{TOKEN}:admin:shop;root:{ROOT_TOKEN}:admin:*"
 
 
 def free_port() -> int:
@@ -51,7 +52,7 @@ class Server:
         )
         self.wait_for("/health", lambda r: r.status_code == 200)
         if ready:  # a server from before /ready had a state was ready once it listened
-            self.wait_for("/ready", lambda r: r.json().get("state", "ready") != "starting")
+            self.wait_for("/ready", serving)
 
     def wait_for(self, path: str, done: Callable[[httpx.Response], bool], seconds: float = 180) -> httpx.Response:
         """Poll `path` until `done` says so (the server must stay up meanwhile)."""
