@@ -87,7 +87,8 @@ class Server:
                 if serving(httpx.get(f"{self.url}/ready", timeout=5)):  # the engine is loaded
                     return time.monotonic() - started
             except httpx.HTTPError:
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)  # a poll without a pause would hold the GIL from the model loading
         raise RuntimeError("server did not start in time")
 
     def kill(self) -> None:
