@@ -323,7 +323,8 @@ def _opener(args: argparse.Namespace) -> Opener:
 def main(
     argv: Sequence[str] | None = None, *, open_memory: Opener | None = None, extra: Extra | None = None
 ) -> int:
-    """Run one command; returns 0, or the exit code of the error it met (2 bad input, 3 not found, 1 others).
+    """Run one command; returns 0, or the exit code of the error it met (2 bad input, 3 not found,
+    4 data directory in use by another process, 1 others).
 
     `extra` adds subcommands (the service adds `serve` this way, so this module never imports it).
     With --url (or AGENTMEM_URL) the commands go to a running service instead of the data directory.

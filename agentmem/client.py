@@ -42,6 +42,15 @@ _BLANK = msgspec.to_builtins(NewMemory(content=""))
 _LOCAL_ONLY = frozenset({"actor", "progress"})
 
 
+def serving(ready: httpx.Response) -> bool:
+    """Whether a reply of GET /ready says the engine is loaded (`state` is not "starting"), though the
+    indexes may still lag; a server from before the start-up states serves once it answers."""
+    try:
+        return ready.json().get("state", "ready") != "starting"  # type: ignore[no-any-return]
+    except ValueError:
+        return False
+
+
 class _Hits(msgspec.Struct):
     hits: list[Hit]
 

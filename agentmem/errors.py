@@ -1,9 +1,9 @@
 """The one error tree of agentmem; every error a caller can act on derives from AgentMemError.
 
 Each class carries its mapping: `code` (the API's `error.code`), `status` (the API's HTTP status),
-`exit_code` (the CLI's: 1 failure, 2 invalid input, 3 unknown id) and `label` (how the CLI, the MCP
-server and the viewer name it). The API, the viewer, the CLI and the MCP server read these; the
-HTTP client reads a reply back into a class with `for_reply`.
+`exit_code` (the CLI's: 1 failure, 2 invalid input, 3 unknown id, 4 data directory in use) and
+`label` (how the CLI, the MCP server and the viewer name it). The API, the viewer, the CLI and
+the MCP server read these; the HTTP client reads a reply back into a class with `for_reply`.
 
                             status exit
 AgentMemError                  500  1   a failure nothing below describes
@@ -11,11 +11,12 @@ AgentMemError                  500  1   a failure nothing below describes
 ├── NotFoundError              404  3   no memory with that id
 ├── ConflictError              409  1   the request clashes with what is stored (e.g. import ids in use)
 ├── StoreError                 503  1   the DuckDB file cannot be used
-│   ├── StoreLockedError       503  1   another process holds the data directory
+│   ├── StoreLockedError       503  4   another process holds the data directory
 │   └── SchemaTooNewError      503  1   written by a newer agentmem: refused, not touched
 ├── IndexUnavailableError      503  1   an index or the embedding model failed (the store is intact)
 ├── AccessDeniedError          403  1   no or unknown token (a client reads 401 so too), or no access
 ├── ServiceUnavailableError    503  1   the service could not be reached, timed out, or failed
+│   └── StartingError          503  1   the service is up but still loading its engine
 └── ProviderError              502  1   the optional text provider gave no usable reply
 """
 
@@ -71,6 +72,7 @@ class StoreLockedError(StoreError):
     """Another process has the data directory open for writing."""
 
     code = "store_locked"
+    exit_code = 4  # its own code: a second `serve` on one data directory is not a failure of the first
     label = "store in use"
 
 
@@ -104,6 +106,13 @@ class ServiceUnavailableError(AgentMemError):
     code = "unavailable"
     status = 503
     label = "service unavailable"
+
+
+class StartingError(ServiceUnavailableError):
+    """The service listens but is still loading its engine (the embedding model); retry shortly."""
+
+    code = "starting"
+    label = "starting"
 
 
 class ProviderError(AgentMemError):

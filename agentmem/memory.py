@@ -390,9 +390,18 @@ class Memory:
         return self.engine.rebuild(list(which), actor=actor)
 
     def stats(self, projects: Sequence[str] | None = None) -> Stats:
-        """Counts over the store (within `projects` when given) and the indexes."""
+        """Counts over the store and the indexes; within `projects` when given, every figure
+        (index sizes and pending index changes too) counts only those projects' memories."""
         s = self.store
         scope = Filter(projects=None if projects is None else tuple(projects))
+        ix = self.indexes
+        if projects is None:
+            bm25, vectors, pending = ix.bm25.count(), ix.vectors.count(), ix.lag()
+        else:
+            mine = {m.id for m in self.live.values() if m.project in projects}
+            waiting = ix.pending_ids()
+            bm25, vectors = len(ix.bm25.ids() & mine), len(ix.vectors.ids() & mine)
+            pending = s.count(scope.narrow(ids=tuple(waiting))) if waiting else 0
         return Stats(
             versions=s.count(scope),
             latest_active=s.count(scope.narrow(current_only=True)),
@@ -401,9 +410,9 @@ class Memory:
             by_kind=s.counts_by("kind", scope),
             projects=len(s.counts_by("project", scope)),
             links=s.count_links(scope),
-            outbox_pending=self.indexes.lag(),
-            bm25_docs=self.indexes.bm25.count(),
-            vector_docs=self.indexes.vectors.count(),
+            outbox_pending=pending,
+            bm25_docs=bm25,
+            vector_docs=vectors,
             schema_version=LATEST,
             embedding_model=self.embedder.name,
         )

@@ -11,11 +11,7 @@ from litestar import Litestar, MediaType, Request, Response
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
 
-import agentmem
 from agentmem import Memory
 from agentmem.errors import (
     AccessDeniedError,
@@ -25,13 +21,15 @@ from agentmem.errors import (
     ServiceUnavailableError,
     ValidationError,
 )
-from api import metrics, viewer
+from api import docs, metrics, viewer
 from api.auth import Authenticator, principal
 from api.body import StrictRequest
 from api.deps import memory
 from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
+from api.startup import Startup
+from api.viewer.session import Sessions
 
 log = logging.getLogger("agentmem")
 
@@ -95,9 +93,10 @@ class Every:
         self._thread.join(timeout=60)
 
 
-def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any = None) -> Litestar:
-    """The service. Pass `mem` to serve an open Memory (tests); otherwise one is opened on startup
-    from `settings.data_dir` with `embedder` (default: the packaged MiniLM) and closed on shutdown."""
+def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litestar:
+    """The service over an open Memory. With `owns` (what `serve` does) the app loads the embedding
+    model in the background once it listens (see api.startup) and closes `mem` on shutdown; without
+    it (tests) the engine is ready at once and the caller closes it."""
     state = State(
         {
             "settings": settings,
@@ -106,21 +105,15 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             "rebuild": RebuildStatus(state="idle"),
             "rebuild_lock": threading.Lock(),
             "memory": mem,
+            "startup": Startup(),
+            "sessions": Sessions(idle_minutes=settings.viewer.idle_minutes),
         }
     )
-    owns = mem is None
 
     def startup(app: Litestar) -> None:
-        if app.state.memory is None:
-            from indexes.onnx_embed import default_embedder
-
-            mem = Memory(
-                settings.data_dir, embedder=embedder or default_embedder(), config=settings.config()
-            )
-            mem.warm_up()  # load the model now, not on the first request; if it fails, serve degraded
-            app.state.memory = mem
-            log.info("agentmem serving %s", settings.data_dir)
-        mem = app.state.memory
+        log.info("agentmem serving %s", settings.data_dir)
+        # load the model now, not on the first request; if it fails, serve degraded
+        app.state.startup.begin(mem.warm_up if owns else None)
         jobs: list[tuple[str, float, Callable[[], object]]] = [
             ("sweep", settings.sweep_every_minutes, lambda: mem.sweep(actor="scheduler")),
             ("consolidation", settings.consolidate_every_minutes, lambda: mem.consolidate(actor="scheduler")),
@@ -130,9 +123,8 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
     def shutdown(app: Litestar) -> None:
         for job in app.state.get("schedules", []):
             job.stop()
-        if owns and app.state.memory is not None:
-            app.state.memory.close()  # flushes indexes and records the applied outbox seq
-            app.state.memory = None
+        if owns:
+            mem.close()  # flushes indexes and records the applied outbox seq
 
     return Litestar(
         route_handlers=[
@@ -166,8 +158,9 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
             ingest.notes,
             ingest.code,
             viewer.router,
+            docs.assets(),
         ],
-        dependencies={"who": Provide(principal), "mem": Provide(memory, sync_to_thread=False)},
+        dependencies={"who": Provide(principal), "mem": Provide(memory)},
         exception_handlers={
             AgentMemError: _agentmem_error,
             ValidationException: _validation_error,
@@ -180,15 +173,6 @@ def create_app(settings: Settings, *, mem: Memory | None = None, embedder: Any =
         state=state,
         request_max_body_size=settings.max_body_bytes,
         request_class=StrictRequest,
-        openapi_config=OpenAPIConfig(
-            title="agentmem",
-            version=agentmem.__version__,
-            description="A versioned memory service for AI agents. Send `Authorization: Bearer <token>`.",
-            path="/docs",
-            render_plugins=[SwaggerRenderPlugin(path="/"), JsonRenderPlugin(path="/openapi.json")],
-            components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
-            security=[{"bearer": []}],
-            use_handler_docstrings=True,
-        ),
+        openapi_config=docs.openapi_config(),
         logging_config=None,
     )

@@ -55,6 +55,14 @@ class Principal(msgspec.Struct, frozen=True):
 LOCAL = Principal(name="local", role="admin", projects=(ALL,))
 
 
+def require_whole_service(who: Principal) -> None:
+    """403 unless `who` is an admin of every project: whole-service figures (every project's index
+    ids, request counts) are theirs alone."""
+    who.require("admin")
+    if not who.all_projects:
+        raise PermissionDeniedException("this covers every project: it needs an admin token of all projects ('*')")
+
+
 class Authenticator:
     """Finds the token for an Authorization header; with no tokens configured, everyone is local admin."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from anyio.to_thread import run_sync as run
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 
@@ -9,12 +10,24 @@ from agentmem import Memory
 from agentmem.errors import NotFoundError
 from agentmem.records import MemoryVersion
 from api.auth import Principal
+from api.startup import Startup
 
 Who = NamedDependency[Principal]
 Mem = NamedDependency[Memory]
 
 
-def memory(state: State) -> Memory:
+async def memory(state: State) -> Memory:
+    """The engine; while the service starts, waits for it (503 `starting` if that takes too long)."""
+    startup: Startup = state.startup
+    if not startup.is_ready:
+        await run(startup.wait)
+    return state.memory  # type: ignore[no-any-return]
+
+
+def memory_now(state: State) -> Memory:
+    """`memory` for synchronous handlers (already in a worker thread, so they may block)."""
+    startup: Startup = state.startup
+    startup.wait()
     return state.memory  # type: ignore[no-any-return]
 
 

@@ -8,6 +8,7 @@ Litestar's own Prometheus plugin would name them `litestar_*` with other labels,
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping
 
@@ -22,8 +23,8 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 class _Gauges(Collector):
     """The index figures handed to the scrape that is collecting (read fresh for each scrape)."""
 
-    def __init__(self) -> None:
-        self.values: Mapping[str, float] = {}
+    def __init__(self, values: Mapping[str, float] | None = None) -> None:
+        self.values: Mapping[str, float] = values or {}
 
     def collect(self) -> Iterator[Metric]:
         for name, value in self.values.items():
@@ -48,15 +49,22 @@ class Metrics:
         )
         self._gauges = _Gauges()
         self.registry.register(self._gauges)
+        self._lock = threading.Lock()
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()
         self.seconds.labels(method, route).observe(seconds)
 
-    def render(self, gauges: Mapping[str, float]) -> str:
-        """The Prometheus text format of the requests so far and these gauges."""
-        self._gauges.values = gauges
-        return generate_latest(self.registry).decode("utf-8")
+    def render(self, gauges: Mapping[str, float], *, requests: bool = True) -> str:
+        """The Prometheus text format: the request counters and latencies (unless `requests` is
+        False: a project token sees only its own figures), then these gauges."""
+        if not requests:
+            registry = CollectorRegistry(auto_describe=True)
+            registry.register(_Gauges(gauges))
+            return generate_latest(registry).decode("utf-8")
+        with self._lock:  # one scrape at a time hands its gauges to the shared registry
+            self._gauges.values = gauges
+            return generate_latest(self.registry).decode("utf-8")
 
 
 def middleware(app: ASGIApp) -> ASGIApp:

@@ -34,14 +34,19 @@ def check_bind(settings: Settings) -> None:
 
 
 def run(settings: Settings, **uvicorn_options: Any) -> None:
+    """Serve until stopped. The data directory is opened (and held) before the port is bound, so a
+    second server on it stops at once with StoreLockedError; the model loads once the port listens."""
     import uvicorn
 
+    from agentmem import Memory
     from api.app import create_app
+    from indexes.onnx_embed import default_embedder
 
     check_bind(settings)
+    mem = Memory(settings.data_dir, embedder=default_embedder(), config=settings.config())
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run(
-        create_app(settings),
+    uvicorn.run(  # the app's shutdown closes `mem`
+        create_app(settings, mem=mem, owns=True),
         host=settings.host,
         port=settings.port,
         log_level="info",

@@ -24,6 +24,14 @@ base_url = "http://127.0.0.1:8080/v1"    # OpenAI-compatible, e.g. a local model
 model = "qwen2.5-7b-instruct"
 api_key_env = "LOCAL_LLM_KEY"            # the key is read from this variable, never stored
 
+[viewer]                                 # the web viewer's sign-in session
+idle_minutes = 30                        # a session unused this long is signed out
+secure_cookie = false                    # true behind an HTTPS proxy: the cookie gets the Secure flag
+
+[[ingest_roots]]                         # directories POST /v1/ingest/notes and /code may read;
+path = "/srv/notes/shop"                 # none configured: those routes are off
+projects = ["shop"]                      # the projects its files may be admitted into
+
 [[tokens]]
 name = "ci-agent"
 sha256 = "<hex sha256 of the secret>"   # or `token = "<secret>"`, hashed on load
@@ -32,8 +40,9 @@ projects = ["shop"]                      # or ["*"] for every project
 ```
 
 Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_CONFIG (the file),
-AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, and AGENTMEM_TOKENS =
-"name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear).
+AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, AGENTMEM_TOKENS =
+"name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear), and
+AGENTMEM_INGEST_ROOTS = "/abs/dir=project1,project2;..." (added to the file's ingest_roots).
 """
 
 from __future__ import annotations
@@ -64,6 +73,21 @@ class TokenSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     projects: list[str]
 
 
+class IngestRoot(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A directory on the server that admin ingest may read, and the projects it may feed."""
+
+    path: str
+    projects: list[str]  # or ["*"] for every project
+
+    def feeds(self, project: str) -> bool:
+        return project in self.projects or "*" in self.projects
+
+
+class ViewerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    idle_minutes: float = 30.0  # a viewer session unused this long is signed out
+    secure_cookie: bool = False  # set behind an HTTPS proxy: the session cookie is sent over HTTPS only
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     host: str = "127.0.0.1"
     port: int = 8420
@@ -78,6 +102,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     consolidate_every_minutes: float = 60.0  # consolidation inside the server; 0 turns it off
     consolidation: ConsolidationSettings = ConsolidationSettings()
     provider: ProviderConfig | None = None  # an OpenAI-compatible endpoint that words abstractions
+    ingest_roots: list[IngestRoot] = []  # where admin ingest may read; none: the routes are off
+    viewer: ViewerSettings = ViewerSettings()
 
     def config(self) -> Config:
         """The engine settings these server settings imply."""
@@ -154,6 +180,11 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         tokens.append(
             _token({"name": name, "token": secret, "role": role, "projects": projects.split(",")}, "AGENTMEM_TOKENS")
         )
+    roots: list[object] = list(raw.pop("ingest_roots", None) or [])  # type: ignore[call-overload]
+    for item in filter(None, env.get("AGENTMEM_INGEST_ROOTS", "").split(";")):
+        path, _, projects = item.rpartition("=")
+        roots.append({"path": path, "projects": [p for p in projects.split(",") if p]})
+    raw["ingest_roots"] = roots
     kinds = raw.get("kinds")
     if isinstance(kinds, dict):  # TOML has no null: half_life_days = "never" means the kind never decays
         for spec in kinds.values():
@@ -166,5 +197,13 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
     for name in ("sweep_every_minutes", "consolidate_every_minutes"):
         if not 0 <= getattr(settings, name) <= 525_600:
             raise ValidationError(f"config: {name} must be from 0 (off) to 525600")
+    if not 0 < settings.viewer.idle_minutes <= 525_600:
+        raise ValidationError("config: viewer.idle_minutes must be above 0 and at most 525600")
+    for i, root in enumerate(settings.ingest_roots):
+        if not Path(root.path).is_absolute() or not root.projects:
+            raise ValidationError(
+                f"config: ingest_roots[{i}] needs an absolute path and at least one project (or '*'); "
+                "AGENTMEM_INGEST_ROOTS entries read /abs/dir=project1,project2"
+            )
     settings.config()  # fail now, not at startup, on bad kinds or retention settings
     return msgspec.structs.replace(settings, tokens=tokens, data_dir=settings.data_dir or str(default_data_dir()))

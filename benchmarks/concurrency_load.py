@@ -115,12 +115,12 @@ def probe(side: Side, work: Path) -> dict[str, str]:
 
 
 def config_toml(data_dir: Path, port: int, secret: str) -> str:
-    """Server settings: this data directory, one admin token for PROJECT, no scheduled sweep or consolidation
-    (they would run in the middle of a measured window)."""
+    """Server settings: this data directory, one admin token (of every project, as the id check needs; the
+    requests name PROJECT), no scheduled sweep or consolidation (they would run in a measured window)."""
     return (
         f'host = "{HOST}"\nport = {port}\ndata_dir = {json.dumps(str(data_dir))}\n'
         "sweep_every_minutes = 0\nconsolidate_every_minutes = 0\n\n"
-        f'[[tokens]]\nname = "bench"\ntoken = "{secret}"\nrole = "admin"\nprojects = ["{PROJECT}"]\n'
+        f'[[tokens]]\nname = "bench"\ntoken = "{secret}"\nrole = "admin"\nprojects = ["*"]\n'
     )
 
 
@@ -169,15 +169,17 @@ class SideServer:
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
 
     def wait_ready(self) -> None:
-        """Wait for /health 200, then check which code the server imported."""
+        """Wait until /ready says the engine is loaded, then check which code the server imported."""
         import httpx
+
+        from agentmem.client import serving
 
         assert self.proc is not None
         deadline = self._t0 + self.ready_timeout
         with httpx.Client(base_url=self.url, timeout=2.0) as http:
             while time.perf_counter() < deadline and self.proc.poll() is None:
                 try:
-                    if http.get("/health").status_code == 200:
+                    if serving(http.get("/ready")):
                         self.started_seconds = round(time.perf_counter() - self._t0, 2)
                         break
                 except httpx.HTTPError:
@@ -185,7 +187,7 @@ class SideServer:
                 time.sleep(0.2)
         if self.started_seconds is None:
             code = self.proc.poll()
-            why = f"exited with {code}" if code is not None else f"no /health 200 within {self.ready_timeout} s"
+            why = f"exited with {code}" if code is not None else f"not serving within {self.ready_timeout} s"
             raise RuntimeError(f"{self.side.name} server {why}; log tail:\n{self.log_tail()}")
         self.modules = parse_modules(self.log_path.read_text(errors="replace"))
         check_modules(self.side, self.modules, "server")

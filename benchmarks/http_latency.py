@@ -254,6 +254,8 @@ class Server:
     def start(self) -> None:
         import httpx
 
+        from agentmem.client import serving
+
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         env["AGENTMEM_TOKENS"] = f"bench:{self.secret}:admin:{PROJECT}"
         env["PYTHONUNBUFFERED"] = "1"
@@ -275,7 +277,7 @@ class Server:
                     if self.proc.poll() is not None:
                         break
                     try:
-                        if http.get("/health").status_code == 200:
+                        if serving(http.get("/ready")):  # the engine is loaded
                             self.started_seconds = round(time.perf_counter() - t0, 2)
                             return
                     except httpx.HTTPError:
@@ -283,7 +285,7 @@ class Server:
                     time.sleep(0.1)
             code = self.proc.poll()
             last_error = (
-                f"server exited with {code}" if code is not None else f"no /health 200 in {self.ready_timeout} s"
+                f"server exited with {code}" if code is not None else f"not serving in {self.ready_timeout} s"
             )
             self.stop()
             say(f"  server start attempt {attempt + 1} failed: {last_error}; log tail:\n{self.log_tail()}")

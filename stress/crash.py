@@ -46,7 +46,10 @@ from typing import Any
 
 import httpx
 
+from agentmem.client import serving
+
 TOKEN = "crash-campaign-secret-000001"
+ROOT = "crash-campaign-root-secret-01"  # an admin of every project: the id check covers them all
 PROJECT = "crash"
 KEYS = 12  # per writer: a small pool, so that supersession chains grow long
 BURST_KEYS = 3  # shared by all writers: concurrent writes to one key
@@ -72,7 +75,7 @@ class Server:
 
     def start(self, timeout: float = 300) -> float:
         started = time.monotonic()
-        env = {**os.environ, "AGENTMEM_TOKENS": f"c:{TOKEN}:admin:{PROJECT}", "HF_HUB_OFFLINE": "1",
+        env = {**os.environ, "AGENTMEM_TOKENS": f"c:{TOKEN}:admin:{PROJECT};root:{ROOT}:admin:*", "HF_HUB_OFFLINE": "1",
                "AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0"}  # fmt: skip
         cmd = [sys.executable, "-m", "agentmem", "--data-dir", str(self.data), "serve", "--port", str(self.port)]
         with open(self.log, "ab") as log:
@@ -81,10 +84,11 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                if serving(httpx.get(f"{self.url}/ready", timeout=5)):  # the engine is loaded
                     return time.monotonic() - started
             except httpx.HTTPError:
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)  # a poll without a pause would hold the GIL from the model loading
         raise RuntimeError("server did not start in time")
 
     def kill(self) -> None:
@@ -223,7 +227,7 @@ def check(url: str, acks: list[dict[str, Any]]) -> dict[str, Any]:
                 problems.append(f"lineage {lineage} has {len(latest)} latest versions")
             if not latest and not all(v["status"] == "deleted" for v in vs):
                 problems.append(f"lineage {lineage} has no latest version")
-        consistency = http.post("/v1/check").json()
+        consistency = http.post("/v1/check", headers={"Authorization": f"Bearer {ROOT}"}).json()
         if any(r["missing"] or r["extra"] for r in consistency["indexes"]):
             problems.append(f"indexes inconsistent: {json.dumps(consistency)[:500]}")
         dead = {i for i, v in versions.items() if not (v["is_latest"] and v["status"] == "active")}

@@ -8,16 +8,18 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 from litestar.testing import TestClient
 from litestar.testing.transport import TestClientTransport
 
-from agentmem.client import Client
+from agentmem.client import Client, serving
 
 TOKEN = "server-test-secret-000000001"
-ENV_TOKENS = f"w:{TOKEN}:admin:shop"
+ROOT_TOKEN = "server-test-root-secret-0001"  # an admin of every project: the id check covers them all
+ENV_TOKENS = f"w:{TOKEN}:admin:shop;root:{ROOT_TOKEN}:admin:*"
 
 
 def free_port() -> int:
@@ -27,28 +29,45 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data: Path, tokens: str = ENV_TOKENS) -> None:
+    def __init__(self, data: Path, tokens: str = ENV_TOKENS, env: dict[str, str] | None = None) -> None:
         self.data = data
         self.tokens = tokens
+        self.env = env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log = data.parent / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
-        env = {**os.environ, "AGENTMEM_TOKENS": self.tokens, "HF_HUB_OFFLINE": "1"}
-        cmd = [sys.executable, "-m", "agentmem", "--data-dir", str(self.data), "serve", "--port", str(self.port)]
+    def command(self, port: int | None = None) -> list[str]:
+        data, port = str(self.data), str(port or self.port)
+        return [sys.executable, "-m", "agentmem", "--data-dir", data, "serve", "--port", port]
+
+    def environ(self) -> dict[str, str]:
+        return {**os.environ, "AGENTMEM_TOKENS": self.tokens, "HF_HUB_OFFLINE": "1", **self.env}
+
+    def start(self, *, ready: bool = True) -> None:
+        """Start it and wait until it listens, and (with `ready`) until its engine is loaded."""
         self.proc = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(self.data.parent / "server.log", "ab")
+            self.command(), env=self.environ(), stdout=subprocess.DEVNULL, stderr=open(self.log, "ab")
         )
-        deadline = time.time() + 180
+        self.wait_for("/health", lambda r: r.status_code == 200)
+        if ready:  # a server from before /ready had a state was ready once it listened
+            self.wait_for("/ready", serving)
+
+    def wait_for(self, path: str, done: Callable[[httpx.Response], bool], seconds: float = 180) -> httpx.Response:
+        """Poll `path` until `done` says so (the server must stay up meanwhile)."""
+        assert self.proc is not None
+        deadline = time.time() + seconds
         while time.time() < deadline:
-            assert self.proc.poll() is None, (self.data.parent / "server.log").read_text()[-3000:]
+            assert self.proc.poll() is None, self.log.read_text()[-3000:]
             try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return
+                r = httpx.get(f"{self.url}{path}", timeout=5)
+                if done(r):
+                    return r
             except httpx.HTTPError:
-                time.sleep(0.3)
-        raise AssertionError("server did not start")
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"{path} did not answer as expected within {seconds} s")
 
     def stop(self, sig: int) -> int:
         assert self.proc is not None

@@ -31,6 +31,7 @@ ENV = {
         ]
     ),
     "AGENTMEM_MAX_BODY_BYTES": "20000",
+    "AGENTMEM_INGEST_ROOTS": f"{Path(__file__).parent.parent / 'api' / 'routes'}=shop",
 }
 
 
@@ -158,7 +159,7 @@ def test_online_rebuild_is_audited_as_its_token(client: TestClient) -> None:  # 
 def test_metrics(client: TestClient) -> None:  # type: ignore[type-arg]
     remember(client, "one")
     client.post("/v1/recall", json={"query": "one"}, headers=auth("read"))
-    text = client.get("/metrics", headers=auth("read")).text
+    text = client.get("/metrics", headers=auth("admin")).text  # of every project: the whole service's
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in text_string_to_metric_families(text) for s in family.samples}  # fmt: skip
     assert samples[("agentmem_requests_total", (("method", "POST"), ("route", "/v1/memories"), ("status", "201")))] == 1

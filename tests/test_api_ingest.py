@@ -23,8 +23,9 @@ MESSAGES = [
 
 
 @pytest.fixture
-def client(memory: Memory) -> Iterator[TestClient]:  # type: ignore[type-arg]
-    with TestClient(create_app(load(env={**ENV, "AGENTMEM_SWEEP_EVERY_MINUTES": "0"}), mem=memory)) as c:
+def client(memory: Memory, tmp_path: Path) -> Iterator[TestClient]:  # type: ignore[type-arg]
+    env = {**ENV, "AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_INGEST_ROOTS": f"{tmp_path}=shop"}
+    with TestClient(create_app(load(env=env), mem=memory)) as c:
         yield c
 
 
@@ -78,3 +79,11 @@ def test_client_ingests_a_file(client: TestClient, memory: Memory, tmp_path: Pat
     r = c.ingest_conversation(f, project=None)  # None: the token's one project
     assert r.admitted == 1 and r.skipped == {"malformed_message": 1}
     assert memory.get(r.admitted_items[0].memory_id or 0).source_ref == "s-2#a"
+
+
+def test_notes_and_code_are_off_without_ingest_roots(memory: Memory, tmp_path: Path) -> None:
+    (tmp_path / "n.md").write_text("# Decisions\n\n- Deploys happen on Fridays.\n")
+    with TestClient(create_app(load(env=ENV | {"AGENTMEM_INGEST_ROOTS": ""}), mem=memory)) as c:
+        for route in ("/v1/ingest/notes", "/v1/ingest/code"):
+            r = c.post(route, json={"path": str(tmp_path), "project": "shop"}, headers=auth("admin"))
+            assert r.status_code == 403 and "configure ingest_roots" in r.json()["error"]["message"]

@@ -82,7 +82,8 @@ def test_cli_exits_with_the_code_the_error_carries(cls, tmp_path: Path, capsys) 
 
 
 def test_readme_exit_codes() -> None:
-    assert (AgentMemError.exit_code, ValidationError.exit_code, NotFoundError.exit_code) == (1, 2, 3)
+    codes = (AgentMemError, ValidationError, NotFoundError, errors.StoreLockedError)
+    assert tuple(c.exit_code for c in codes) == (1, 2, 3, 4)
 
 
 @pytest.mark.parametrize(

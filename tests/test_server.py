@@ -18,7 +18,7 @@ from agentmem import NewMemory, ValidationError
 from agentmem.client import Client
 from api.server import check_bind, is_loopback
 from api.settings import Settings, TokenSpec, load
-from servers import TOKEN, Server
+from servers import ROOT_TOKEN, TOKEN, Server
 
 
 @pytest.mark.model
@@ -67,8 +67,9 @@ def test_client_and_plain_http_then_sigkill_mid_burst(server: Server) -> None:
     assert len(acked) > 10
 
     server.start()
+    with Client(server.url, token=ROOT_TOKEN) as root:
+        assert root.check().ok
     with Client(server.url, token=TOKEN) as c:
-        assert c.check().ok
         for a in acked:
             got = c.get(int(a["id"]))  # type: ignore[arg-type]
             if a["old"] is not None:

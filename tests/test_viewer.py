@@ -11,7 +11,9 @@ from test_api import ENV, TOKENS, auth
 
 from agentmem import Memory, NewMemory
 from api.app import create_app
+from api.auth import LOCAL
 from api.settings import load
+from api.viewer.session import Sessions
 
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
@@ -172,15 +174,30 @@ def test_sign_in_redirects_only_inside_the_viewer(client: TestClient) -> None:  
     assert 'name="next" value="/ui/"' in client.get("/ui/login", params={"next": "https://evil.example/"}).text
 
 
-def test_expired_token_cookie_and_sign_out(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
-    client.cookies.set("agentmem_ui", "revoked-or-expired-token", path="/ui")
+def test_unknown_session_and_sign_out(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    client.cookies.set("agentmem_ui", "revoked-or-expired-session", path="/ui")
     r = client.get("/ui/p/shop/")
-    assert r.status_code == 401 and "unknown or expired token" in r.text
+    assert r.status_code == 401 and "your session has ended" in r.text
     client.cookies.clear()
     sign_in(client, "read")
     token = csrf_of(client.get("/ui/p/shop/").text)
+    sid = client.cookies["agentmem_ui"]
     r = client.post("/ui/logout", data={"csrf": token}, follow_redirects=False)
     assert r.status_code == 303 and 'agentmem_ui=""' in r.headers["set-cookie"]
+    client.cookies.set("agentmem_ui", sid, path="/ui")  # a copy of the cookie kept past sign-out
+    assert client.get("/ui/p/shop/").status_code == 401
+
+
+def test_a_session_ends_after_its_idle_time() -> None:
+    now = [0.0]
+    sessions = Sessions(idle_minutes=30, clock=lambda: now[0])
+    sid = sessions.open(LOCAL)
+    now[0] = 29 * 60
+    assert sessions.get(sid) == LOCAL  # used: the idle time starts again
+    now[0] += 29 * 60
+    assert sessions.get(sid) == LOCAL
+    now[0] += 30 * 60
+    assert sessions.get(sid) is None and sessions.get(sid) is None
 
 
 def test_archive_and_restore(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
@@ -204,3 +221,12 @@ def test_open_server_needs_no_sign_in(memory: Memory) -> None:
         assert "loopback only" in c.get("/ui/p/solo/").text
         r = c.post("/ui/p/solo/remember", data={"content": "no csrf"})
         assert r.status_code == 403
+
+
+def test_the_session_cookie_is_secure_when_configured(memory: Memory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "agentmem.toml"
+    config.write_text("[viewer]\nsecure_cookie = true\nidle_minutes = 5\n")
+    with TestClient(create_app(load(config, env=ENV), mem=memory)) as c:
+        r = c.post("/ui/login", data={"token": TOKENS["read"], "next": "/ui/"}, follow_redirects=False)
+        assert r.status_code == 303 and "secure" in r.headers["set-cookie"].lower()
+        assert TOKENS["read"] not in r.headers["set-cookie"]

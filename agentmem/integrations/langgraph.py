@@ -1,8 +1,8 @@
 """A LangGraph `BaseStore` whose items are agentmem memories, in process or over HTTP.
 
 >>> from agentmem import Memory                                              # doctest: +SKIP
->>> from indexes.embed import SentenceTransformerEmbedder                   # doctest: +SKIP
->>> store = AgentMemStore(Memory("data", embedder=SentenceTransformerEmbedder()))  # doctest: +SKIP
+>>> from indexes import default_embedder                                    # doctest: +SKIP
+>>> store = AgentMemStore(Memory("data", embedder=default_embedder()))  # doctest: +SKIP
 >>> store.put(("memories", "ada"), "db", {"content": "We use Postgres 16"})  # doctest: +SKIP
 >>> store.search(("memories", "ada"), query="which database?")[0].value    # doctest: +SKIP
 {'content': 'We use Postgres 16'}

@@ -11,9 +11,11 @@ from litestar import Response, get, post
 from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
-from agentmem import Stats
+from agentmem import Memory, Stats
+from api.auth import require_whole_service
 from api.deps import Mem, Who
 from api.schemas import RebuildRequest, RebuildStatus
+from api.startup import Startup
 from indexes.sync import Consistency
 
 
@@ -23,6 +25,7 @@ class Health(msgspec.Struct, frozen=True):
 
 class Readiness(msgspec.Struct, frozen=True, kw_only=True):
     ready: bool
+    state: str = "ready"  # "starting" while the engine loads the embedding model (see api.startup)
     outbox_lag: int
     index_stale: bool
     rebuild: str
@@ -34,13 +37,16 @@ def health() -> Health:
     return Health(status="ok")
 
 
-@get("/ready", summary="Readiness: indexes caught up with the store (no token needed)")
-async def ready(mem: Mem, state: State) -> Response[Readiness]:
+@get("/ready", summary="Readiness: engine loaded, indexes caught up with the store (no token needed)")
+async def ready(state: State) -> Response[Readiness]:
+    """503 with state `starting` while the model loads, and while the indexes lag behind the store."""
+    mem: Memory = state.memory
+    startup: Startup = state.startup
     lag = await run(mem.indexes.lag)
     stale = mem.index_stale
     body = Readiness(
-        ready=lag == 0 and not stale, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state,
-        degraded=mem.degraded,
+        ready=startup.is_ready and lag == 0 and not stale, state=startup.state, outbox_lag=lag,
+        index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded,
     )
     return Response(body, status_code=200 if body.ready else 503)
 
@@ -54,8 +60,9 @@ def stats(who: Who, mem: Mem, project: FromQuery[list[str] | None] = None) -> St
 @post("/v1/check", sync_to_thread=True, status_code=200, summary="Consistency check (admin)")
 def check(who: Who, mem: Mem) -> Consistency:
     """Ids in each index against the latest active ids in DuckDB, and the store's own invariants
-    (`store_problems`: lineages, references, one current memory per key and slot)."""
-    who.require("admin")
+    (`store_problems`: lineages, references, one current memory per key and slot), over every
+    project (hence for an admin token of all projects)."""
+    require_whole_service(who)
     return mem.check()
 
 
@@ -93,11 +100,14 @@ def rebuild_status(who: Who, state: State) -> RebuildStatus:
 
 @get("/metrics", sync_to_thread=True, media_type="text/plain; version=0.0.4", summary="Prometheus metrics")
 def metrics(who: Who, mem: Mem, state: State) -> str:
+    """Request counters and whole-service gauges for an admin token of every project; for any other
+    token, only gauges counted over its own projects (no other project's figures, no request counts)."""
+    whole = who.can("admin") and who.all_projects
+    figures = mem.stats(None if whole else who.scope())
     gauges = {
-        "bm25_documents": mem.indexes.bm25.count(),
-        "vector_documents": mem.indexes.vectors.count(),
-        "outbox_lag": mem.indexes.lag(),
-        "index_stale": int(mem.index_stale),
-        "current_memories": len(mem.live),
-    }
-    return state.metrics.render(gauges)  # type: ignore[no-any-return]
+        "bm25_documents": figures.bm25_docs,
+        "vector_documents": figures.vector_docs,
+        "outbox_lag": figures.outbox_pending,
+        "current_memories": figures.latest_active,
+    } | ({"index_stale": int(mem.index_stale)} if whole else {})
+    return state.metrics.render(gauges, requests=whole)  # type: ignore[no-any-return]

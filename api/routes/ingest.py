@@ -1,14 +1,44 @@
-"""/v1/ingest: conversations, notes and source trees through the admission policy."""
+"""/v1/ingest: conversations, notes and source trees through the admission policy.
+
+Notes and source trees are read from the server's disk, so only from under a configured
+`ingest_roots` entry whose projects include the one written to: the path is resolved (`..` and
+links followed) before it is compared, and links inside the tree that leave it are skipped by the
+walk (agentmem.admission.files). With no roots configured these two routes are off.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from anyio.to_thread import run_sync as run
 from litestar import post
+from litestar.datastructures import State
 from litestar.params import JSONBody
 
 from agentmem.admission import ScanReport
+from agentmem.errors import AccessDeniedError, ValidationError
+from api.auth import Principal
 from api.deps import Mem, Who
 from api.schemas import IngestConversationRequest, IngestPathRequest
+from api.settings import Settings
+
+
+def _readable(settings: Settings, who: Principal, path: str, project: str | None) -> tuple[Path, str]:
+    """The resolved directory and the project, when `path` lies under a root that may feed `project`."""
+    who.require("admin")
+    project = who.project(project)
+    if not settings.ingest_roots:
+        raise AccessDeniedError("reading the server's disk is off: configure ingest_roots to allow some directories")
+    if not Path(path).is_absolute():
+        raise ValidationError(f"path must be absolute (under one of the configured ingest_roots): {path!r}")
+    try:
+        resolved = Path(path).resolve()  # a missing directory is the walk's to report (and audit)
+    except (OSError, RuntimeError):  # a link loop
+        raise ValidationError(f"cannot resolve {path}") from None
+    for root in settings.ingest_roots:
+        if resolved.is_relative_to(Path(root.path).resolve()) and root.feeds(project):
+            return resolved, project
+    raise AccessDeniedError(f"{path} is not under an ingest root of project {project!r}")
 
 
 @post("/v1/ingest/conversation", status_code=200, summary="Admit memories from a conversation")
@@ -34,23 +64,23 @@ async def conversation(data: JSONBody[IngestConversationRequest], who: Who, mem:
 
 
 @post("/v1/ingest/notes", status_code=200, summary="Admit memories from a directory of notes (admin)")
-async def notes(data: JSONBody[IngestPathRequest], who: Who, mem: Mem) -> ScanReport:
-    """Reads Markdown notes under `path` *on the server* (hence admin only): headings and the
-    statements under them, through the admission policy, with `file:line` provenance."""
-    who.require("admin")
-    project = who.project(data.project)
+async def notes(data: JSONBody[IngestPathRequest], who: Who, mem: Mem, state: State) -> ScanReport:
+    """Reads Markdown notes under `path` *on the server* (hence admin only, and only under one of
+    the configured `ingest_roots`): headings and the statements under them, through the admission
+    policy, with `file:line` provenance."""
+    path, project = _readable(state.settings, who, data.path, data.project)
     return await run(
-        lambda: mem.ingest_notes(data.path, project=project, dry_run=data.dry_run, agent=data.agent, actor=who.name)
+        lambda: mem.ingest_notes(path, project=project, dry_run=data.dry_run, agent=data.agent, actor=who.name)
     )
 
 
 @post("/v1/ingest/code", status_code=200, summary="Admit memories from a source tree (admin)")
-async def code(data: JSONBody[IngestPathRequest], who: Who, mem: Mem) -> ScanReport:
-    """Reads the source tree under `path` *on the server* (hence admin only): declarations and their
-    documentation, never function bodies; dependency trees, build output, caches, lock files, VCS
-    folders and binary files are skipped and counted."""
-    who.require("admin")
-    project = who.project(data.project)
+async def code(data: JSONBody[IngestPathRequest], who: Who, mem: Mem, state: State) -> ScanReport:
+    """Reads the source tree under `path` *on the server* (hence admin only, and only under one of
+    the configured `ingest_roots`): declarations and their documentation, never function bodies;
+    dependency trees, build output, caches, lock files, VCS folders and binary files are skipped
+    and counted."""
+    path, project = _readable(state.settings, who, data.path, data.project)
     return await run(
-        lambda: mem.ingest_code(data.path, project=project, dry_run=data.dry_run, agent=data.agent, actor=who.name)
+        lambda: mem.ingest_code(path, project=project, dry_run=data.dry_run, agent=data.agent, actor=who.name)
     )

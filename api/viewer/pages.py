@@ -382,9 +382,10 @@ def _counts(title: str, counts: dict[str, int]) -> Safe:
     )
 
 
-def stats(project: str, s: Stats, current_all: int, check: Consistency | None, *, admin: bool) -> Safe:
+def stats(project: str, s: Stats, check: Consistency | None, *, admin: bool) -> Safe:
+    """The project's figures (`s` counts its memories only); the full id check is for `admin`s of all projects."""
     lag_note = "the indexes have applied every change" if s.outbox_pending == 0 else "changes waiting for the indexes"
-    sizes_ok = s.bm25_docs == s.vector_docs == current_all
+    sizes_ok = s.bm25_docs == s.vector_docs == s.latest_active
     if check is not None:
         consistency = fmt(
             "<p>Full check (admin): {ok}. {reports}</p>",
@@ -399,16 +400,16 @@ def stats(project: str, s: Stats, current_all: int, check: Consistency | None, *
         )
     else:
         consistency = fmt(
-            "<p>Index sizes {ok} the current memories of all projects. {full}</p>",
+            "<p>Index sizes {ok} the current memories of this project. {full}</p>",
             ok="match" if sizes_ok else "do not match",
             full=fmt('<a href="{u}">Run the full id check</a> (admin).', u=query(f"{base(project)}/stats", check=1))
             if admin
-            else "An admin token can run the full id check.",
+            else "An admin token of all projects can run the full id check.",
         )
     return fmt(
         "<section><h2>Store and indexes</h2><dl><dt>Versions</dt><dd>{v}</dd><dt>Current memories</dt><dd>{cur}</dd>"
         "<dt>Links</dt><dd>{links}</dd><dt>Outbox lag</dt><dd>{lag} ({lag_note})</dd>"
-        "<dt>BM25 / vector documents (all projects)</dt><dd>{bm} / {vec} of {all} current</dd>"
+        "<dt>BM25 / vector documents</dt><dd>{bm} / {vec} of {cur} current</dd>"
         "<dt>Embedding model</dt><dd>{model}</dd></dl>{cons}</section>{status}{tier}{kind}",
         v=s.versions,
         cur=s.latest_active,
@@ -417,7 +418,6 @@ def stats(project: str, s: Stats, current_all: int, check: Consistency | None, *
         lag_note=lag_note,
         bm=s.bm25_docs,
         vec=s.vector_docs,
-        all=current_all,
         model=s.embedding_model,
         cons=consistency,
         status=_counts("By status", s.by_status),

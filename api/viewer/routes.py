@@ -23,11 +23,12 @@ from agentmem.errors import AgentMemError, NotFoundError, ValidationError, for_r
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention, retention
-from api.auth import Authenticator, Principal
-from api.deps import visible
+from api.auth import Authenticator, Principal, require_whole_service
+from api.deps import memory as wait_for_memory
+from api.deps import memory_now, visible
 from api.viewer import pages
 from api.viewer.html import Safe, page
-from api.viewer.session import COOKIE, Viewer, check_form, same_origin, sign_in, viewer
+from api.viewer.session import COOKIE, Sessions, Viewer, check_form, same_origin, sign_in, viewer
 
 log = logging.getLogger("agentmem")
 
@@ -46,7 +47,7 @@ def html(doc: Safe, status: int = 200, cookies: list[Cookie] | None = None) -> R
 
 
 def _mem(request: Request) -> Memory:  # type: ignore[type-arg]
-    return request.app.state.memory  # type: ignore[no-any-return]
+    return memory_now(request.app.state)
 
 
 def _project(who: Principal, project: str) -> str:
@@ -96,18 +97,27 @@ async def login(request: Request) -> Response[Any]:  # type: ignore[type-arg]
     if auth.open:
         return Redirect(target, status_code=303)
     token = str(form.get("token") or "")
-    sign_in(auth, token)  # 401 (the sign-in page again) when unknown
-    secure = request.url.scheme == "https"
-    cookie = Cookie(key=COOKIE, value=token.strip(), path="/ui", httponly=True, samesite="strict", secure=secure)
-    return Redirect(target, status_code=303, cookies=[cookie])
+    who = sign_in(auth, token)  # 401 (the sign-in page again) when unknown
+    sessions: Sessions = request.app.state.sessions
+    return Redirect(target, status_code=303, cookies=[_cookie(request, sessions.open(who))])
 
 
 @post("/logout", status_code=303)
 async def logout(request: Request) -> Response[Any]:  # type: ignore[type-arg]
     v = viewer(request)
     check_form(request, v, (await request.form()).get("csrf"))
-    gone = Cookie(key=COOKIE, value="", path="/ui", httponly=True, samesite="strict", max_age=0)
-    return Redirect("/ui/login", status_code=303, cookies=[gone])
+    sid = request.cookies.get(COOKIE)
+    if v.cookie and sid:
+        sessions: Sessions = request.app.state.sessions
+        sessions.close(sid)  # the cookie is worthless from now on, even if a copy of it survives
+    return Redirect("/ui/login", status_code=303, cookies=[_cookie(request, "", max_age=0)])
+
+
+def _cookie(request: Request, value: str, max_age: int | None = None) -> Cookie:  # type: ignore[type-arg]
+    secure = request.app.state.settings.viewer.secure_cookie or request.url.scheme == "https"
+    return Cookie(
+        key=COOKIE, value=value, path="/ui", httponly=True, samesite="strict", secure=secure, max_age=max_age
+    )
 
 
 # -- reading --------------------------------------------------------------------
@@ -237,9 +247,9 @@ def stats(request: Request, project: FromPath[str], check: FromQuery[bool] = Fal
     mem = _mem(request)
     project = _project(v.who, project)
     if check:
-        v.who.require("admin")
+        require_whole_service(v.who)
     report = mem.check() if check else None
-    body = pages.stats(project, mem.stats([project]), len(mem.live), report, admin=v.who.can("admin"))
+    body = pages.stats(project, mem.stats([project]), report, admin=v.who.can("admin") and v.who.all_projects)
     return html(_doc(v, f"Stats of {project}", body, project))
 
 
@@ -252,7 +262,7 @@ async def remember(request: Request, project: FromPath[str]) -> Response[str]:  
     form = await request.form()
     check_form(request, v, form.get("csrf"))
     v.who.require("write")
-    mem = _mem(request)
+    mem = await wait_for_memory(request.app.state)
     project = _project(v.who, project)
     fields: dict[str, Any] = {k: _blank(form.get(k)) for k in ("key", "kind", "tier", "agent")}
     item = NewMemory(
@@ -272,7 +282,7 @@ async def restore(request: Request, memory_id: FromPath[int]) -> Response[Any]: 
     v = viewer(request)
     check_form(request, v, (await request.form()).get("csrf"))
     v.who.require("write")
-    mem = _mem(request)
+    mem = await wait_for_memory(request.app.state)
     await run(visible, mem, v.who, memory_id)
     await run(lambda: mem.restore(memory_id, actor=v.who.name))
     return Redirect(f"/ui/memories/{memory_id}", status_code=303)
@@ -284,7 +294,7 @@ async def restore(request: Request, memory_id: FromPath[int]) -> Response[Any]: 
 def _error_page(request: Request, status: int, message: str, label: str) -> Response[str]:  # type: ignore[type-arg]
     if status == 401:
         path = request.url.path if request.method == "GET" else "/ui/"
-        gone = [Cookie(key=COOKIE, value="", path="/ui", max_age=0)] if request.cookies.get(COOKIE) else []
+        gone = [_cookie(request, "", max_age=0)] if request.cookies.get(COOKIE) else []
         return html(page("Sign in", pages.login(message, next_path=_next(path))), 401, cookies=gone)
     return html(page(label.capitalize(), pages.error(status, message, signed_in=True)), status)
 

@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: indexes caught up with the store (no token needed) */
+        /**
+         * Readiness: engine loaded, indexes caught up with the store (no token needed)
+         * @description 503 with state `starting` while the model loads, and while the indexes lag behind the store.
+         */
         get: operations["ReadyReady"];
         put?: never;
         post?: never;
@@ -70,7 +73,8 @@ export interface paths {
         /**
          * Consistency check (admin)
          * @description Ids in each index against the latest active ids in DuckDB, and the store's own invariants
-         *     (`store_problems`: lineages, references, one current memory per key and slot).
+         *     (`store_problems`: lineages, references, one current memory per key and slot), over every
+         *     project (hence for an admin token of all projects).
          */
         post: operations["V1CheckCheck"];
         delete?: never;
@@ -108,7 +112,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description Request counters and whole-service gauges for an admin token of every project; for any other
+         *     token, only gauges counted over its own projects (no other project's figures, no request counts).
+         */
         get: operations["MetricsMetrics"];
         put?: never;
         post?: never;
@@ -519,8 +527,9 @@ export interface paths {
         put?: never;
         /**
          * Admit memories from a directory of notes (admin)
-         * @description Reads Markdown notes under `path` *on the server* (hence admin only): headings and the
-         *     statements under them, through the admission policy, with `file:line` provenance.
+         * @description Reads Markdown notes under `path` *on the server* (hence admin only, and only under one of
+         *     the configured `ingest_roots`): headings and the statements under them, through the admission
+         *     policy, with `file:line` provenance.
          */
         post: operations["V1IngestNotesNotes"];
         delete?: never;
@@ -540,9 +549,10 @@ export interface paths {
         put?: never;
         /**
          * Admit memories from a source tree (admin)
-         * @description Reads the source tree under `path` *on the server* (hence admin only): declarations and their
-         *     documentation, never function bodies; dependency trees, build output, caches, lock files, VCS
-         *     folders and binary files are skipped and counted.
+         * @description Reads the source tree under `path` *on the server* (hence admin only, and only under one of
+         *     the configured `ingest_roots`): declarations and their documentation, never function bodies;
+         *     dependency trees, build output, caches, lock files, VCS folders and binary files are skipped
+         *     and counted.
          */
         post: operations["V1IngestCodeCode"];
         delete?: never;
@@ -1016,6 +1026,8 @@ export interface components {
         /** Readiness */
         Readiness: {
             ready: boolean;
+            /** @default ready */
+            state?: string;
             outbox_lag: number;
             index_stale: boolean;
             rebuild: string;
