@@ -20,7 +20,8 @@ import pytest
 from servers import Server
 
 ADMIN, WRITER, BETA = "alpha-admin-secret-00001", "alpha-writer-secret-0001", "beta-writer-secret-00001"
-TOKENS = f"adm:{ADMIN}:admin:alpha,gamma;wr:{WRITER}:write:alpha;bw:{BETA}:write:beta"
+ROOT = "every-project-admin-0001"  # the consistency check covers every project: an admin of all of them
+TOKENS = f"adm:{ADMIN}:admin:alpha,gamma;wr:{WRITER}:write:alpha;bw:{BETA}:write:beta;root:{ROOT}:admin:*"
 T = "2026-01-01T00:00:00Z"
 
 pytestmark = pytest.mark.model  # the real server loads the packaged model
@@ -174,7 +175,7 @@ def test_a_bad_import_file_is_a_400_and_writes_nothing(server: Server, name: str
     assert mine["id"] < 2**52
     assert call(server, "GET", f"/v1/memories/{mine['id']}/history").status_code == 200
     assert call(server, "GET", "/v1/audit", params={"memory_id": mine["id"]}).status_code == 200
-    report = call(server, "POST", "/v1/check").json()
+    report = call(server, "POST", "/v1/check", ROOT).json()
     assert report["store_problems"] == [] and all(not i["missing"] and not i["extra"] for i in report["indexes"])
 
 
@@ -208,13 +209,13 @@ def test_check_reports_broken_store_invariants(tmp_path: Path) -> None:
         s.start()
         first = remember(s, content="The API port is 8080", key="api.port")
         second = remember(s, content="The API port is 4000", key="api.port")
-        assert call(s, "POST", "/v1/check").json()["store_problems"] == []
+        assert call(s, "POST", "/v1/check", ROOT).json()["store_problems"] == []
         assert s.stop(signal.SIGTERM) in (0, -signal.SIGTERM)
         with duckdb.connect(str(tmp_path / "data" / "agentmem.duckdb")) as db:  # what a bad import once left behind
             db.execute("UPDATE memories SET is_latest = true, status = 'active', superseded_by = 77 WHERE id = ?",
                        [first["id"]])  # fmt: skip
         s.start()
-        problems = call(s, "POST", "/v1/check").json()["store_problems"]
+        problems = call(s, "POST", "/v1/check", ROOT).json()["store_problems"]
         text = "\n".join(problems)
         assert "exactly one latest" in text and "superseded_by" in text and "keys held by more than one" in text
         assert str(first["lineage_id"]) in text and second["lineage_id"] == first["lineage_id"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from servers import Server
 
@@ -63,6 +64,11 @@ def served(tmp_path_factory: pytest.TempPathFactory, roots: Path) -> Iterator[Se
     s.close()
 
 
+def gauges(text: str) -> dict[str, float]:
+    """The unlabelled samples of a Prometheus text page, by name."""
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+
+
 def test_a_project_token_sees_only_its_projects_figures(served: Server) -> None:
     with httpx.Client(base_url=served.url) as c:
         beta = c.get("/v1/stats", headers=auth("beta")).json()
@@ -72,10 +78,10 @@ def test_a_project_token_sees_only_its_projects_figures(served: Server) -> None:
 
         for who, current in (("beta", 2), ("alpha", 3)):  # a project admin is still a project token
             text = c.get("/metrics", headers=auth(who)).text
-            assert f"agentmem_current_memories {current}\n" in text and "agentmem_bm25_documents" in text
+            assert gauges(text)["agentmem_current_memories"] == current and "agentmem_bm25_documents" in gauges(text)
             assert "agentmem_requests_total" not in text and "request_seconds" not in text and "index_stale" not in text
         whole = c.get("/metrics", headers=auth("root")).text
-        assert "agentmem_current_memories 5\n" in whole and "agentmem_requests_total{" in whole
+        assert gauges(whole)["agentmem_current_memories"] == 5 and "agentmem_requests_total{" in whole
 
         assert c.post("/v1/check", headers=auth("alpha")).status_code == 403  # every project's index ids
         page = c.get("/ui/p/beta/stats", headers=auth("beta")).text
