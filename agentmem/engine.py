@@ -372,6 +372,6 @@ class Engine:
 
 
 def _hash_key(content_hash: str) -> int:
-    """A content hash's first 60 bits: the set of stored ones stays small, and a collision only
-    costs a store lookup."""
-    return int(content_hash[:15], 16)
+    """A content hash as a machine-word int (Python's own string hash: the set lives in this
+    process only): the set of stored ones stays small, and a collision only costs a store lookup."""
+    return hash(content_hash)
