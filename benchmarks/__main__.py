@@ -27,6 +27,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
                     "1 min"),
     "latency": ("benchmarks.latency", "recall latency, remember throughput, rebuild at 1k/10k/100k vs brute force",
                 "15-30 min"),
+    "embedders": ("benchmarks.embedders", "the model on ONNX Runtime vs torch: query latency, texts/s, load, RSS",
+                  "10 min"),
     "http_latency": ("benchmarks.http_latency", "recall over HTTP with 1/4/16 client processes", "15 min"),
     "concurrency": ("benchmarks.concurrency", "writes and reads under 1-16 clients: working tree vs a baseline commit",
                     "25 min"),

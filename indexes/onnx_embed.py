@@ -218,13 +218,19 @@ class OnnxEmbedder(QueryCache):
 
 def default_embedder() -> OnnxEmbedder | SentenceTransformerEmbedder:
     """The embedder a service uses: `AGENTMEM_EMBEDDER` = `onnx` (the default; falls back to
-    torch with a log line when ONNX Runtime cannot run) or `torch`."""
+    torch with a log line when ONNX Runtime cannot run) or `torch`; `AGENTMEM_EMBED_THREADS`
+    intra-op threads a call (default 1: concurrent requests then run side by side; see
+    `python -m benchmarks.embedders` for one call alone)."""
     choice = os.environ.get("AGENTMEM_EMBEDDER", "onnx").strip().lower()
+    raw = os.environ.get("AGENTMEM_EMBED_THREADS", "1").strip()
+    if not raw.isdigit() or not 1 <= int(raw) <= 64:
+        raise EmbedderUnavailable(f"AGENTMEM_EMBED_THREADS must be a whole number from 1 to 64, not {raw!r}")
+    torch_threads = int(raw) if "AGENTMEM_EMBED_THREADS" in os.environ else None  # torch's own default: every core
     if choice == "torch":
-        return SentenceTransformerEmbedder()
+        return SentenceTransformerEmbedder(threads=torch_threads)
     if choice != "onnx":
         raise EmbedderUnavailable(f"AGENTMEM_EMBEDDER must be 'onnx' or 'torch', not {choice!r}")
-    return OnnxEmbedder(fallback=SentenceTransformerEmbedder())
+    return OnnxEmbedder(threads=int(raw), fallback=SentenceTransformerEmbedder(threads=torch_threads))
 
 
 if __name__ == "__main__":  # the export's child process: python -m indexes.onnx_embed <target>

@@ -114,6 +114,13 @@ def test_the_embedder_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("AGENTMEM_EMBEDDER", "onnx")
     chosen = default_embedder()
     assert isinstance(chosen, OnnxEmbedder) and isinstance(chosen.fallback, SentenceTransformerEmbedder)
+    monkeypatch.setenv("AGENTMEM_EMBED_THREADS", "2")
+    assert default_embedder().threads == 2
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("AGENTMEM_EMBED_THREADS", bad)
+        with pytest.raises(EmbedderUnavailable, match="AGENTMEM_EMBED_THREADS"):
+            default_embedder()
+    monkeypatch.setenv("AGENTMEM_EMBED_THREADS", "1")
     monkeypatch.setenv("AGENTMEM_EMBEDDER", "tensorflow")
     with pytest.raises(EmbedderUnavailable, match="'onnx' or 'torch'"):
         default_embedder()
