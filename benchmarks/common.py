@@ -15,6 +15,7 @@ import platform
 import random
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -122,6 +123,28 @@ def save_figure(fig: Figure, path: Path, dpi: float | None = None) -> None:
     else:
         fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+# -- servers ------------------------------------------------------------------------
+
+
+def stop_process(proc: Any, timeout: float) -> dict[str, Any]:
+    """SIGTERM (a server's graceful close), then SIGKILL after `timeout` seconds: how it went."""
+    info: dict[str, Any] = {"signal": "SIGTERM"}
+    t0 = time.perf_counter()
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            info["signal"] = "SIGKILL"
+            proc.kill()
+            proc.wait(30)
+    else:
+        info["signal"] = None
+    info["seconds"] = round(time.perf_counter() - t0, 2)
+    info["returncode"] = proc.returncode
+    return info
 
 
 # -- corpus and queries ---------------------------------------------------------

@@ -23,7 +23,6 @@ import os
 import queue
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import say
+from benchmarks.common import say, stop_process
 from benchmarks.http_latency import Stats, free_port, proc_cpu_seconds, proc_status
 
 HOST = "127.0.0.1"  # loopback only
@@ -200,20 +199,7 @@ class SideServer:
         """SIGTERM (a graceful close that flushes the indexes), then SIGKILL after `stop_timeout` seconds."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            info: dict[str, Any] = {"signal": "SIGTERM"}
-            t0 = time.perf_counter()
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(self.stop_timeout)
-                except subprocess.TimeoutExpired:
-                    info["signal"] = "SIGKILL"
-                    proc.kill()
-                    proc.wait(30)
-            else:
-                info["signal"] = None
-            info["seconds"] = round(time.perf_counter() - t0, 2)
-            info["returncode"] = proc.returncode
+            info = stop_process(proc, self.stop_timeout)
             info["clean"] = "Application shutdown complete" in self.log_tail(15)
             self.stop_info = info
         if self._log is not None:

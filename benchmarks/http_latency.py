@@ -69,6 +69,7 @@ from benchmarks.common import (
     pyplot,
     save_figure,
     say,
+    stop_process,
     summarise_rounds,
     write_json,
     write_report,
@@ -295,20 +296,7 @@ class Server:
         """SIGTERM, then SIGKILL after `stop_timeout` seconds."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            info: dict[str, Any] = {"signal": "SIGTERM"}
-            t0 = time.perf_counter()
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(self.stop_timeout)
-                except subprocess.TimeoutExpired:
-                    info["signal"] = "SIGKILL"
-                    proc.kill()
-                    proc.wait(30)
-            else:
-                info["signal"] = None
-            info["seconds"] = round(time.perf_counter() - t0, 2)
-            info["returncode"] = proc.returncode
+            info = stop_process(proc, self.stop_timeout)
             self.stop_info = info
         if self._log is not None:
             self._log.close()

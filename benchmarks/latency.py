@@ -58,7 +58,7 @@ import numpy as np
 from agentmem import Memory
 from agentmem.records import MemoryVersion
 from agentmem.text import sha256, tokens
-from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine, import_lines
+from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine
 from benchmarks.common import (
     DEFAULT_DATA,
     RESULTS,
@@ -250,7 +250,7 @@ def load_store(
                 line = VersionLine(make(i + 1, texts[i], when), vectors[i].tolist())
                 lines.append(encoder.encode(line) + b"\n")
             ti = time.perf_counter()
-            import_lines(mem, lines)
+            mem.import_lines(lines)
             encode_s += ti - te
             import_s += time.perf_counter() - ti
             bar.update(len(lines) - 1)
