@@ -8,7 +8,6 @@ Litestar's own Prometheus plugin would name them `litestar_*` with other labels,
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator, Mapping
 
@@ -21,10 +20,10 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class _Gauges(Collector):
-    """The index figures handed to the scrape that is collecting (read fresh for each scrape)."""
+    """One scrape's index figures, as gauges."""
 
-    def __init__(self, values: Mapping[str, float] | None = None) -> None:
-        self.values: Mapping[str, float] = values or {}
+    def __init__(self, values: Mapping[str, float]) -> None:
+        self.values = values
 
     def collect(self) -> Iterator[Metric]:
         for name, value in self.values.items():
@@ -47,9 +46,6 @@ class Metrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
-        self._gauges = _Gauges()
-        self.registry.register(self._gauges)
-        self._lock = threading.Lock()
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()
@@ -58,13 +54,10 @@ class Metrics:
     def render(self, gauges: Mapping[str, float], *, requests: bool = True) -> str:
         """The Prometheus text format: the request counters and latencies (unless `requests` is
         False: a project token sees only its own figures), then these gauges."""
-        if not requests:
-            registry = CollectorRegistry(auto_describe=True)
-            registry.register(_Gauges(gauges))
-            return generate_latest(registry).decode("utf-8")
-        with self._lock:  # one scrape at a time hands its gauges to the shared registry
-            self._gauges.values = gauges
-            return generate_latest(self.registry).decode("utf-8")
+        scrape = CollectorRegistry(auto_describe=True)  # this scrape's gauges: nothing shared to guard
+        scrape.register(_Gauges(gauges))
+        text = generate_latest(scrape).decode("utf-8")
+        return generate_latest(self.registry).decode("utf-8") + text if requests else text
 
 
 def middleware(app: ASGIApp) -> ASGIApp:
