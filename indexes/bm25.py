@@ -59,6 +59,10 @@ class BM25Index:
         self.staged_seq = self.applied_seq  # in the writer, committed or not
         self.staged = 0  # changes waiting for a commit
         self.waiting_ids: list[int] = []  # ids they upsert: not found by `search` until the commit
+        # Bumped to odd before a commit and back to even after the reload: a searcher taken while it
+        # stays even and unchanged shows that generation's documents (see `_only_project`).
+        self._generation = 0
+        self._sole: dict[str, tuple[int, bool | None]] = {}  # project -> (generation, holds every doc)
         if meta is not None and meta.get("count") != n:
             self.close()
             raise IndexCorrupt(f"BM25 index at {path} holds {n} documents, its meta says {meta.get('count')}")
@@ -119,12 +123,15 @@ class BM25Index:
             return True
 
     def _commit(self, writer: tantivy.IndexWriter) -> None:
+        self._generation += 1
         try:
             writer.commit()
             self._index.reload()
         except Exception as exc:
             self._drop_staged(writer)
             raise IndexFailure(f"BM25 write failed: {exc}") from exc
+        finally:
+            self._generation += 1
         self.applied_seq = self.staged_seq
         self.staged = 0
         self.waiting_ids = []
@@ -152,24 +159,53 @@ class BM25Index:
         kinds: Sequence[str] = (),
         tiers: Sequence[str] = (),
     ) -> list[tuple[int, float]]:
-        """Top `k` (id, BM25 score) for `text`, restricted by the filter fields."""
+        """Top `k` (id, BM25 score) for `text`, restricted by the filter fields.
+
+        The filters add nothing to the score (the text's BM25 alone ranks), and a project clause
+        is left out when every document is in that project: a bare text query lets Tantivy skip
+        whole blocks of postings that cannot reach the top k, and costs about half as much."""
         words = query_words(text)
         if not words or k <= 0:
             return []
-        query, _errors = self._index.parse_query_lenient(words, ["text"])
-        must: list[tuple[tantivy.Occur, tantivy.Query]] = [(tantivy.Occur.Must, query)]
+        generation = self._generation
+        searcher = self._index.searcher()
+        if generation != self._generation or generation % 2:
+            generation = -1  # a commit ran meanwhile: decide from this searcher alone
         schema = self._index.schema
+        filters: list[tantivy.Query] = []
         if project is not None:
-            must.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "project", project)))
+            sole = self._only_project(searcher, project, generation)
+            if sole is None:
+                return []
+            if not sole:
+                filters.append(tantivy.Query.term_query(schema, "project", project))
         for field, values in (("agent", agents), ("kind", kinds), ("tier", tiers)):
             if values:
-                must.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, field, list(values))))
-        searcher = self._index.searcher()
-        result = searcher.search(tantivy.Query.boolean_query(must), k, count=False)
+                filters.append(tantivy.Query.term_set_query(schema, field, list(values)))
+        query, _errors = self._index.parse_query_lenient(words, ["text"])
+        if filters:
+            clauses = [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *clauses])
+        result = searcher.search(query, k, count=False)
         if not result.hits:
             return []
         ids = searcher.fast_field_values("id", [addr for _score, addr in result.hits])
         return [(int(i), float(score)) for i, (score, _addr) in zip(ids, result.hits, strict=True)]  # type: ignore[arg-type]
+
+    def _only_project(self, searcher: tantivy.Searcher, project: str, generation: int) -> bool | None:
+        """True if every document of `searcher` is in `project`, False if some are not, None if
+        none is; remembered for the generation (-1: not remembered)."""
+        seen = self._sole.get(project)
+        if seen is not None and seen[0] == generation >= 0:
+            return seen[1]
+        term = tantivy.Query.term_query(self._index.schema, "project", project)
+        count = searcher.search(term, 1, count=True).count or 0  # type: ignore[attr-defined]
+        sole = None if count == 0 else count == searcher.num_docs
+        if generation >= 0:
+            if len(self._sole) > 1024:
+                self._sole.clear()
+            self._sole[project] = (generation, sole)
+        return sole
 
     def count(self) -> int:
         return int(self._index.searcher().num_docs)

@@ -40,6 +40,32 @@ def test_bm25_filters(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert ix.search("shared", 5, kinds=["lesson"]) == []
 
 
+def test_bm25_project_filter_follows_every_commit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The project clause is left out while one project holds every document; each commit that
+    adds, deletes or stages another project's document is seen by the next search, and the filters
+    never change the text's scores."""
+    ix = BM25Index.create(tmp_path / "bm25")
+    ix.apply([_doc(i, f"deploy the api {i}", "a") for i in range(1, 6)], [], seq=1)
+    alone = ix.search("deploy api", 10)
+    assert {i for i, _ in ix.search("deploy api", 10, project="a")} == set(range(1, 6))
+    assert ix.search("deploy api", 10, project="a") == alone  # same scores with or without the clause
+    assert ix.search("deploy api", 10, project="b") == []
+    ix.apply([_doc(6, "deploy the api elsewhere", "b")], [], seq=2, commit=False)
+    assert 6 not in {i for i, _ in ix.search("deploy api", 10, project="a")}  # staged: not searchable yet
+    ix.commit()
+    assert 6 not in {i for i, _ in ix.search("deploy api", 10, project="a")}
+    assert [i for i, _ in ix.search("deploy api", 10, project="b")] == [6]
+    scores_a = dict(ix.search("deploy api", 10, project="a"))
+    assert all(abs(scores_a[i] - s) < 1e-4 for i, s in ix.search("deploy api", 10) if i in scores_a)
+    ix.apply([], [6], seq=3)  # b gone again: a holds every document
+    assert {i for i, _ in ix.search("deploy api", 10, project="a")} == set(range(1, 6))
+    assert ix.search("deploy api", 10, project="b") == []
+    ix.apply([_doc(2, "deploy the api moved", "b")], [], seq=4)  # an upsert moves a document to b
+    assert {i for i, _ in ix.search("deploy api", 10, project="a")} == {1, 3, 4, 5}
+    assert [i for i, _ in ix.search("deploy api", 10, project="b")] == [2]
+    ix.close()
+
+
 def test_vectors_delete_resize_and_reload(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ix = VectorIndex.create(tmp_path / "v", E.dim, E.name, capacity=16)
     docs = [_doc(i, f"document number {i} on topic {i % 7}") for i in range(1, 101)]
