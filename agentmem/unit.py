@@ -24,6 +24,7 @@ import msgspec
 import numpy as np
 
 from agentmem.audit import AuditEntry
+from agentmem.backend import Current
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.live import LiveSet
 from agentmem.records import Link, MemoryVersion, NewMemory
@@ -85,8 +86,9 @@ def _utc(v: MemoryVersion) -> MemoryVersion:
 class Write:
     """One unit of change. Get one from `Engine.write()` (alone) or as a job's argument (batched)."""
 
-    def __init__(self, live: LiveSet, allocate: Any, now: datetime, start_confidence: Any) -> None:
+    def __init__(self, live: Current, allocate: Any, now: datetime, start_confidence: Any, session: Any = None) -> None:
         self.now = now
+        self.session = session  # the store's transaction this unit decides in (a shared store), or None
         self._live = live
         self._allocate = allocate
         self._start_confidence = start_confidence
