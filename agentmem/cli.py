@@ -37,6 +37,11 @@ Opener = Callable[[Path], MemoryAPI]
 def _parser() -> tuple[argparse.ArgumentParser, Any]:
     p = argparse.ArgumentParser(prog="agentmem", description="A versioned memory for AI agents.")
     p.add_argument("--data-dir", type=Path, default=None, help="data directory (env AGENTMEM_DATA_DIR)")
+    p.add_argument(
+        "--database-url",
+        default=os.environ.get("AGENTMEM_DATABASE_URL") or None,
+        help="a PostgreSQL database (with pgvector) instead of the data directory (env AGENTMEM_DATABASE_URL)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--url", default=os.environ.get("AGENTMEM_URL"), help="talk to a running service (env AGENTMEM_URL)")
     p.add_argument("--token", default=os.environ.get("AGENTMEM_TOKEN"), help="bearer token (env AGENTMEM_TOKEN)")
@@ -316,11 +321,13 @@ def _opener(args: argparse.Namespace) -> Opener:
         url, token = args.url, args.token
         return lambda _path: Client(url, token=token)
 
+    database_url = getattr(args, "database_url", None)
+
     def open_local(path: Path) -> MemoryAPI:
         from agentmem.memory import Memory
         from indexes.onnx_embed import default_embedder
 
-        return Memory(path, embedder=default_embedder())
+        return Memory(path, embedder=default_embedder(), database_url=database_url)
 
     return open_local
 

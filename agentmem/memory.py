@@ -47,7 +47,8 @@ def _now() -> datetime:
 
 
 class Memory:
-    """A versioned memory in one data directory: DuckDB of record plus BM25 and vector indexes.
+    """A versioned memory in one data directory: DuckDB of record plus BM25 and vector indexes;
+    or, with `database_url`, one node of many on a PostgreSQL database (`agentmem.postgres`).
 
     Writes from many threads are group-committed by the engine (`agentmem.engine`); recall may
     run from many threads at once and sees every acknowledged write.
@@ -60,6 +61,7 @@ class Memory:
         embedder: Embedder,
         config: Config | None = None,
         clock: Callable[[], datetime] = _now,
+        database_url: str | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
         self.path.mkdir(parents=True, exist_ok=True)
@@ -67,7 +69,7 @@ class Memory:
         self.config = config or Config()
         self.clock = clock
         self._vector_error: str | None = None
-        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock)
+        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock, database_url=database_url)
 
     @property
     def store(self) -> StoreOfRecord:

@@ -344,6 +344,10 @@ class IndexSet:
         """The indexed vectors of these ids (those it holds)."""
         return self.vectors.vectors_of(ids)
 
+    def ids(self, which: str) -> set[int]:
+        """The ids one index ("bm25" or "vectors") holds."""
+        return (self.bm25 if which == "bm25" else self.vectors).ids()
+
     def sizes(self, ids: set[int] | None = None) -> tuple[int, int]:
         """How many documents each index holds (of `ids` when given): (bm25, vectors)."""
         if ids is None:

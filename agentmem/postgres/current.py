@@ -40,7 +40,7 @@ class Current:
         self._locked: set[str] = set()
 
     def _lock(self, project: str, what: str, value: str) -> None:
-        name = f"{project}\x00{what}\x00{value}"
+        name = f"{len(project)}:{project}/{what}/{value}"  # the length keeps two projects apart
         if name not in self._locked:
             self._tx.run(_LOCK, [name])
             self._locked.add(name)

@@ -26,7 +26,7 @@ _M_CURRENT = "m." + CURRENT.replace(" AND ", " AND m.")
 def text_query(text: str) -> str:
     """The query's words joined by `or` (BM25's any-word semantics) for `websearch_to_tsquery`,
     which reads no other syntax from them."""
-    return " or ".join(w.lower() for w in _WORD.findall(text))
+    return " or ".join(w for w in (m.lower() for m in _WORD.findall(text)) if w != "or")
 
 
 class PgIndexes:
@@ -98,6 +98,12 @@ class PgIndexes:
         )
         return {int(i): np.asarray(v, dtype=np.float32) for i, v in rows}
 
+    def ids(self, which: str) -> set[int]:
+        """The current versions with a search document ("bm25") or a vector ("vectors")."""
+        column = "doc" if which == "bm25" else "embedding"
+        rows = self.store.query(f"SELECT m.id FROM memories m WHERE {_M_CURRENT} AND m.{column} IS NOT NULL")
+        return {int(r[0]) for r in rows}
+
     def sizes(self, ids: set[int] | None = None) -> tuple[int, int]:
         """Current versions with a search document, and with a vector (of `ids` when given)."""
         cond, params = _M_CURRENT, []
@@ -116,9 +122,8 @@ class PgIndexes:
         (the partial indexes hold exactly the current versions by construction)."""
         expected = set(self.store.ids(Filter(current_only=True)))
         reports = []
-        for name, column in (("bm25", "doc"), ("vectors", "embedding")):
-            got = {int(r[0]) for r in self.store.query(
-                f"SELECT m.id FROM memories m WHERE {_M_CURRENT} AND m.{column} IS NOT NULL")}  # fmt: skip
+        for name in ("bm25", "vectors"):
+            got = self.ids(name)
             reports.append(IndexReport(name=name, count=len(got), applied_seq=0, missing=sorted(expected - got),
                                        extra=sorted(got - expected)))  # fmt: skip
         return Consistency(expected=len(expected), last_seq=0, indexes=reports)

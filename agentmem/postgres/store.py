@@ -104,11 +104,11 @@ class PgStore(StoreOfRecord):
         self.url = url
         self.model = model
         try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=30) as conn:
+                self.schema_version = schema.migrate(conn, dim, model)  # before the pool: it makes `vector`
             self.pool = ConnectionPool(
                 url, min_size=1, max_size=pool_size, configure=_connect_setup, open=True, timeout=30
             )
-            with self.pool.connection() as conn:
-                self.schema_version = schema.migrate(conn, dim, model)
         except psycopg.Error as exc:
             raise StoreError(f"cannot use the database: {exc}") from exc
         except Exception:
