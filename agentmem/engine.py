@@ -175,6 +175,8 @@ class Engine:
                     part = {h: v for h, v in c.embeddings.items() if (_hash_key(h) not in self._embedded) is new}
                     if part:
                         s.put_embeddings(tx, list(part), self.model, np.stack(list(part.values())), new=new)
+                if s.shared and w.vectors:  # stored per project with the versions: it needs them all
+                    s.put_embeddings(tx, list(w.vectors), self.model, np.stack(list(w.vectors.values())))
                 s.insert_versions(tx, list(c.inserts.values()))
                 s.apply_updates(tx, c.updates)
                 for e in c.erasures:

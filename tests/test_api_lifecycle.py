@@ -15,6 +15,8 @@ from api.app import create_app
 from api.settings import load
 from tests.test_api import ENV, auth, remember
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 @pytest.fixture
 def client(memory: Memory) -> Iterator[TestClient]:  # type: ignore[type-arg]

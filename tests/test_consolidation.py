@@ -18,6 +18,8 @@ from agentmem.config import ConsolidationSettings
 from agentmem.provider import ProviderConfig
 from fakes import FakeEmbedder
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 def observe(mem: Memory, clock, session: str, items: list[tuple[str, str | None]], project: str = "p") -> list[int]:  # type: ignore[no-untyped-def]
     """Observations of one session, a minute apart: (content, tool)."""
