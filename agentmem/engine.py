@@ -178,7 +178,7 @@ class Engine:
                 if s.shared and w.vectors:  # stored per project with the versions: it needs them all
                     s.put_embeddings(tx, list(w.vectors), self.model, np.stack(list(w.vectors.values())))
                 s.insert_versions(tx, list(c.inserts.values()))
-                s.apply_updates(tx, c.updates)
+                s.apply_updates(tx, c.updates, c.was_current)
                 for e in c.erasures:
                     s.erase(tx, e.ids, e.hashes, e.fields)
                 s.add_links(tx, c.links)

@@ -11,6 +11,7 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -194,7 +195,11 @@ class StoreOfRecord(ABC):
     def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None: ...
 
     @abstractmethod
-    def apply_updates(self, conn: Any, updates: dict[int, dict[str, Any]]) -> None: ...
+    def apply_updates(
+        self, conn: Any, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+    ) -> None:
+        """Set fields on stored versions; those in `was_current` must still be current (where
+        other processes write the same store: else `RetryConflict`)."""
 
     @abstractmethod
     def erase(self, conn: Any, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]) -> None: ...
@@ -622,7 +627,9 @@ class Store(StoreOfRecord):
         )
 
     @staticmethod
-    def apply_updates(conn: duckdb.DuckDBPyConnection, updates: dict[int, dict[str, Any]]) -> None:
+    def apply_updates(
+        conn: duckdb.DuckDBPyConnection, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+    ) -> None:
         """Set fields on many versions: one statement per distinct set of fields (each version's
         fields are its own values)."""
         groups: dict[tuple[str, ...], list[int]] = {}

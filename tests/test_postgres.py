@@ -18,7 +18,7 @@ import pytest
 
 from agentmem import Memory
 from agentmem.config import Config
-from agentmem.errors import StoreError
+from agentmem.errors import StoreBusyError, StoreError
 from agentmem.postgres.search import text_query
 from fakes import FakeEmbedder
 
@@ -87,6 +87,21 @@ def test_writers_on_two_nodes_to_one_key_leave_one_current_version_and_a_full_ch
     assert len(current) == 1 and current[0].id == chain[-1].id
     assert nodes[1].live.by_key("shop", "release.owner").id == chain[-1].id  # type: ignore[union-attr]
     assert nodes[0].check().ok
+
+
+def test_a_unit_that_read_outside_the_locks_cannot_retire_what_another_node_replaced(nodes: list[Memory]) -> None:
+    """A sweep reads the current versions without locks; if another node replaces one before the
+    sweep commits, the commit is refused whole (and a batch would be run again), never applied to
+    a version that is no longer current."""
+    a, b = nodes
+    old = a.remember("The cache TTL is 5 minutes", project="p", key="ttl").memory
+    with pytest.raises(StoreBusyError, match="another node"), a.engine.write() as w:
+        seen = a.live.get(old.id)
+        assert seen is not None
+        b.remember("The cache TTL is 10 minutes", project="p", key="ttl")  # meanwhile, on node B
+        w.retire([(seen, "archived", "retention")])
+    assert [v.status for v in a.history(old.id)] == ["superseded", "active"]
+    assert a.audit(actions=["archive"])[0] == [] and a.check().ok
 
 
 def test_the_same_new_text_on_two_nodes_is_stored_once(nodes: list[Memory]) -> None:

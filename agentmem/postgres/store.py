@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -208,11 +209,21 @@ class PgStore(StoreOfRecord):
                     [(tx.vectors[v.content_hash], v.project, v.id) for v in versions if v.content_hash in tx.vectors],
                 )
 
-    def apply_updates(self, conn: Any, updates: dict[int, dict[str, Any]]) -> None:
+    def apply_updates(
+        self, conn: Any, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+    ) -> None:
+        """Each update in one statement; one made on a version the unit read as current holds only
+        if it still is (a unit reading outside the locks, e.g. a sweep, may have raced another node)."""
         tx: Tx = conn
         for memory_id, fields in updates.items():
             sets = ", ".join(f"{name} = ?" for name in fields)
-            tx.run(f"UPDATE memories SET {sets} WHERE id = ?", [*fields.values(), memory_id])
+            guard = f" AND {schema.CURRENT}" if memory_id in was_current else ""
+            changed = tx.run(
+                f"UPDATE memories SET {sets} WHERE id = ?{guard} RETURNING id", [*fields.values(), memory_id]
+            )
+            if guard and not changed:
+                tx.end(commit=False)
+                raise RetryConflict(f"memory {memory_id} was changed by another node meanwhile")
 
     def erase(self, conn: Any, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]) -> None:
         """Blank erased versions (their search document and vector too), and drop their stored
