@@ -246,3 +246,17 @@ def test_config_carries_through_to_a_node(database_url: str, tmp_path: Path) -> 
     strict = Config(shortlist=5)
     with _node(tmp_path, "n", database_url, config=strict) as mem:
         assert mem.engine.config.shortlist == 5 and mem.engine.store.shared
+
+
+def test_the_database_url_comes_from_the_environment_or_the_config_file(tmp_path: Path) -> None:
+    from agentmem.errors import ValidationError
+    from api.settings import load
+
+    url = "postgresql://agentmem@db.internal/agentmem"
+    assert load(env={"AGENTMEM_DATABASE_URL": url}).database_url == url
+    config = tmp_path / "agentmem.toml"
+    config.write_text(f'database_url = "{url}"\n')
+    assert load(config, env={}).database_url == url
+    assert load(env={}).database_url == ""  # the data directory, as before
+    with pytest.raises(ValidationError, match="postgresql://"):
+        load(env={"AGENTMEM_DATABASE_URL": "mysql://db/agentmem"})

@@ -3,7 +3,11 @@ them, and one node is killed with SIGKILL in the middle of the burst."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -17,9 +21,21 @@ pytestmark = pytest.mark.slow
 CLIENTS, WRITES = 8, 6
 
 
+class FlagServer(Server):
+    """A node given its database with `serve --database-url` (the others: AGENTMEM_DATABASE_URL)."""
+
+    def __init__(self, data: Path, url: str) -> None:
+        super().__init__(data)
+        self.database_url = url
+
+    def command(self, port: int | None = None) -> list[str]:
+        return [*super().command(port), "--database-url", self.database_url]
+
+
 @pytest.fixture
 def nodes(tmp_path: Path, database_url: str):  # type: ignore[no-untyped-def]
-    servers = [Server(tmp_path / f"node{i}" / "data", env={"AGENTMEM_DATABASE_URL": database_url}) for i in range(3)]
+    servers = [FlagServer(tmp_path / "node0" / "data", database_url)]
+    servers += [Server(tmp_path / f"node{i}" / "data", env={"AGENTMEM_DATABASE_URL": database_url}) for i in (1, 2)]
     for s in servers:
         s.data.parent.mkdir(parents=True)
     try:
@@ -81,3 +97,24 @@ def test_three_nodes_one_key_one_current_version_no_acknowledged_write_lost(node
     hits = Client(b.url, token=TOKEN).recall("on-call engineer this week", project="shop")
     assert hits[0].memory.id == chain[-1].id
     assert Client(b.url, token=ROOT_TOKEN).check().ok
+
+
+def test_the_cli_moves_a_data_directory_into_a_database(tmp_path: Path, database_url: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
+
+    def cli(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "agentmem", *args], env=env, capture_output=True, text=True,
+                             timeout=300)  # fmt: skip
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout
+
+    local = ["--data-dir", str(tmp_path / "local")]
+    cli(*local, "remember", "Standups are at 9:30", "--project", "team", "--key", "standup")
+    cli(*local, "remember", "Standups are at 10:00", "--project", "team", "--key", "standup")
+    (tmp_path / "all.jsonl").write_text(cli(*local, "export"))
+    pg = ["--data-dir", str(tmp_path / "node"), "--database-url", database_url]
+    cli(*pg, "import", str(tmp_path / "all.jsonl"))
+    found = json.loads(cli(*pg, "--json", "recall", "standups", "--project", "team"))
+    assert found[0]["memory"]["content"] == "Standups are at 10:00"
+    history = json.loads(cli(*pg, "--json", "history", str(found[0]["memory"]["id"])))
+    assert [v["status"] for v in history] == ["superseded", "active"]
