@@ -7,7 +7,7 @@ ids, counts and the reason.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -102,8 +102,11 @@ def write(conn: duckdb.DuckDBPyConnection, entries: Sequence[AuditEntry]) -> lis
     return list(range(first, first + len(entries)))
 
 
+Rows = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]  # runs one query (`?` placeholders)
+
+
 def query(
-    cur: duckdb.DuckDBPyConnection,
+    rows_of: Rows,
     *,
     projects: Sequence[str] | None = None,
     actions: Sequence[str] = (),
@@ -136,9 +139,9 @@ def query(
         conds.append("(memory_id = ? OR lineage_id = (SELECT lineage_id FROM memories WHERE id = ?))")
         params += [memory_id, memory_id]
     where = " AND ".join(conds) or "true"
-    rows = cur.execute(
+    rows = rows_of(
         f"SELECT {', '.join(_COLUMNS)} FROM audit WHERE {where} ORDER BY id DESC LIMIT {int(limit) + 1}", params
-    ).fetchall()
+    )
     entries = [
         AuditEntry(**{**dict(zip(_COLUMNS, r, strict=True)), "details": _decode(r[-1]) if r[-1] else {}})
         for r in rows[:limit]

@@ -37,6 +37,11 @@ Opener = Callable[[Path], MemoryAPI]
 def _parser() -> tuple[argparse.ArgumentParser, Any]:
     p = argparse.ArgumentParser(prog="agentmem", description="A versioned memory for AI agents.")
     p.add_argument("--data-dir", type=Path, default=None, help="data directory (env AGENTMEM_DATA_DIR)")
+    p.add_argument(
+        "--database-url",
+        default=os.environ.get("AGENTMEM_DATABASE_URL") or None,
+        help="a PostgreSQL database (with pgvector) instead of the data directory (env AGENTMEM_DATABASE_URL)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--url", default=os.environ.get("AGENTMEM_URL"), help="talk to a running service (env AGENTMEM_URL)")
     p.add_argument("--token", default=os.environ.get("AGENTMEM_TOKEN"), help="bearer token (env AGENTMEM_TOKEN)")
@@ -252,8 +257,10 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
     if cmd == "sweep":
         r = mem.sweep(dry_run=args.dry_run, limit=args.limit, projects=args.project, threshold=args.threshold)
         verb = "would archive" if r.dry_run else "archived"
-        lines = [f"{verb} {r.archived} faded and {r.expired} expired of {r.examined} current memories "
-                 f"(threshold {r.threshold}, {r.left_for_next_run} left for the next run, {r.took_ms:.0f} ms)"]
+        lines = [
+            f"{verb} {r.archived} faded and {r.expired} expired of {r.examined} current memories "
+            f"(threshold {r.threshold}, {r.left_for_next_run} left for the next run, {r.took_ms:.0f} ms)"
+        ]
         lines += [f"  #{i.id} {i.action} ({i.kind}, {i.project}) retention {i.retention}" for i in r.items[:50]]
         _out(args, r, "\n".join(lines))
     elif cmd == "archived":
@@ -298,8 +305,11 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
     elif cmd == "audit":
         entries, _ = mem.audit(projects=args.project, actions=args.action, since=args.since, until=args.until,
                                memory_id=args.memory, limit=args.limit)  # fmt: skip
-        text = [f"{e.created_at:%Y-%m-%d %H:%M:%S} {e.action} by {e.actor}: {e.affected} in {e.project or '*'}"
-                f"{f' #{e.memory_id}' if e.memory_id else ''}{f' ({e.reason})' if e.reason else ''}" for e in entries]
+        text = [
+            f"{e.created_at:%Y-%m-%d %H:%M:%S} {e.action} by {e.actor}: {e.affected} in {e.project or '*'}"
+            f"{f' #{e.memory_id}' if e.memory_id else ''}{f' ({e.reason})' if e.reason else ''}"
+            for e in entries
+        ]
         _out(args, entries, "\n".join(text) or "no audit entries")
 
 
@@ -311,18 +321,18 @@ def _opener(args: argparse.Namespace) -> Opener:
         url, token = args.url, args.token
         return lambda _path: Client(url, token=token)
 
+    database_url = getattr(args, "database_url", None)
+
     def open_local(path: Path) -> MemoryAPI:
         from agentmem.memory import Memory
         from indexes.onnx_embed import default_embedder
 
-        return Memory(path, embedder=default_embedder())
+        return Memory(path, embedder=default_embedder(), database_url=database_url)
 
     return open_local
 
 
-def main(
-    argv: Sequence[str] | None = None, *, open_memory: Opener | None = None, extra: Extra | None = None
-) -> int:
+def main(argv: Sequence[str] | None = None, *, open_memory: Opener | None = None, extra: Extra | None = None) -> int:
     """Run one command; returns 0, or the exit code of the error it met (2 bad input, 3 not found,
     4 data directory in use by another process, 1 others).
 

@@ -1,4 +1,5 @@
-"""The engine of one data directory: the store of record, the live set, the indexes and the writer.
+"""The engine of one data directory (or one node on a shared database): the store of record,
+the live set, the indexes and the writer.
 
 Every change goes through one write unit (`agentmem.unit.Write`): either batched with other
 callers' (`engine.run(job)`, group commit: one DuckDB transaction and one index apply for the
@@ -9,6 +10,11 @@ BM25 commit, which a recall forces when anything waits (read your writes), which
 makes every `text_commit_every` changes, and which the background thread makes after
 `text_commit_seconds`. A failed index write never fails a committed change: the outbox
 replays it.
+
+On PostgreSQL (`database_url`) the store, the current versions and search are the database's
+(`agentmem.postgres`): a unit decides inside a transaction that holds its locks, the commit
+indexes in that same transaction, and nothing is kept in this process but caches, so every
+node on the database serves every request the same way.
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ from typing import TypeVar
 import msgspec
 import numpy as np
 
-from agentmem import audit
 from agentmem.audit import AuditEntry
+from agentmem.backend import Indexes, Live
 from agentmem.config import Config
 from agentmem.documents import StoreSource, doc_of
 from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
@@ -35,7 +41,7 @@ from agentmem.filters import Filter
 from agentmem.live import LiveSet
 from agentmem.provider import Provider
 from agentmem.records import MemoryVersion
-from agentmem.store import Store, compact
+from agentmem.store import RetryConflict, Store, StoreOfRecord, compact
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.unit import Write
 from agentmem.validate import MAX_ID
@@ -56,12 +62,21 @@ class Engine:
     """Owns one data directory. Services (lifecycle, consolidation, admission, transfer) and the
     `Memory` facade change memories only through `run` and `write`."""
 
-    def __init__(self, path: Path, *, embedder: Embedder, config: Config, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        embedder: Embedder,
+        config: Config,
+        clock: Callable[[], datetime],
+        database_url: str | None = None,
+    ) -> None:
         self.path = path
         self.embedder = embedder
         self.config = config
         self.clock = clock
         self.model = embedder.name
+        self.database_url = database_url
         self._batcher = EmbedBatcher(embedder)
         self._access: Counter[int] = Counter()
         self._access_lock = threading.Lock()
@@ -72,23 +87,38 @@ class Engine:
         self._purge_lock = threading.Lock()
         self._purge_asked = 0
         self._purge_done = 0
-        self.store = Store(path / DB_FILE)
+        self.source: StoreSource | None = None
+        self.store: StoreOfRecord
+        self.live: Live
+        self.indexes: Indexes
+        if database_url:
+            from agentmem import postgres  # psycopg only for those who ask for PostgreSQL
+
+            pg = postgres.PgStore(database_url, model=self.model, dim=embedder.dim)
+            self.store, self.live = pg, postgres.LiveView(pg)
+        else:
+            duck = Store(path / DB_FILE)
+            self.store = duck
         try:
-            self.live = LiveSet(self.store.versions(CURRENT))
-            self.writer = Writer(self._new_unit, self._commit)
+            if not database_url:
+                self.live = LiveSet(duck.versions(CURRENT))
+            self.writer = Writer(self._new_unit, self._commit, abort=self._abort, retryable=(RetryConflict,))
             self._backfill_embeddings()
             # which contents have a stored vector: a new text skips the store lookup and the
             # insert's existence check (kept in step by _commit, under the writer)
             self._embedded = {_hash_key(h) for h in self.store.embedded_hashes(self.model)}
-            self.source = StoreSource(self.store, self.model)
-            self.indexes = IndexSet(
-                path / "index",
-                self.source,
-                dim=embedder.dim,
-                model=self.model,
-                flush_every=config.vector_flush_every,
-                lock=self.writer.lock,
-            )
+            if database_url:
+                self.indexes = postgres.PgIndexes(pg)
+            else:
+                self.source = StoreSource(duck, self.model)
+                self.indexes = IndexSet(
+                    path / "index",
+                    self.source,
+                    dim=embedder.dim,
+                    model=self.model,
+                    flush_every=config.vector_flush_every,
+                    lock=self.writer.lock,
+                )
             self.provider = Provider(config.provider, self.store, self.writer.lock) if config.provider else None
             if self.indexes.rebuilt:
                 self.audit_rebuild(list(self.indexes.rebuilt), "startup", "index missing or damaged on open", True)
@@ -111,7 +141,7 @@ class Engine:
             yield w
 
     @staticmethod
-    def compact(path: Path) -> tuple[int, int]:
+    def compact(path: Path) -> tuple[int, int]:  # DuckDB only: PostgreSQL has VACUUM FULL
         """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
         return compact(path / DB_FILE)
 
@@ -123,27 +153,37 @@ class Engine:
 
     def _new_unit(self) -> Write:
         kinds = self.config.kinds
-        return Write(self.live, self.store.allocate_id, self.clock(), lambda kind: kinds[kind].start_confidence)
+        session = self.store.open_unit()
+        if session is None:
+            return Write(self.live, self.store.allocate_id, self.clock(), lambda kind: kinds[kind].start_confidence)
+        return Write(session.current, session.allocate_id, self.clock(), lambda kind: kinds[kind].start_confidence,
+                     session)  # fmt: skip
+
+    def _abort(self, w: Write) -> None:
+        self.store.abort(w.session)
 
     def _commit(self, w: Write) -> None:
         with self._access_lock:
             accesses, self._access = self._access, Counter()
         if w.empty and not accesses:
+            self._abort(w)  # nothing to write: a shared store's transaction ends (and its locks go)
             return
         c, s = w.changes, self.store
         try:
-            with s.transaction() as tx:
+            with s.transaction(w.session) as tx:
                 for new in (True, False):  # hashes not stored before (a plain insert), and the others
                     part = {h: v for h, v in c.embeddings.items() if (_hash_key(h) not in self._embedded) is new}
                     if part:
                         s.put_embeddings(tx, list(part), self.model, np.stack(list(part.values())), new=new)
+                if s.shared and w.vectors:  # stored per project with the versions: it needs them all
+                    s.put_embeddings(tx, list(w.vectors), self.model, np.stack(list(w.vectors.values())))
                 s.insert_versions(tx, list(c.inserts.values()))
-                s.apply_updates(tx, c.updates)
+                s.apply_updates(tx, c.updates, c.was_current)
                 for e in c.erasures:
                     s.erase(tx, e.ids, e.hashes, e.fields)
                 s.add_links(tx, c.links)
                 first = s.enqueue(tx, c.outbox, w.now)
-                w.audit_ids = audit.write(tx, c.audits)
+                w.audit_ids = s.write_audit(tx, c.audits)
                 if accesses:
                     s.add_accesses(tx, dict(accesses), w.now)
         except BaseException:
@@ -151,6 +191,8 @@ class Engine:
                 self._access.update(accesses)  # advisory counts: tried again with the next commit
             raise
         self._embedded.update(_hash_key(h) for h in c.embeddings)
+        if s.shared:
+            return  # the database's current versions and search changed in the transaction
         self.live.apply(c.gone, c.added)
         for memory_id, n in accesses.items():
             m = self.live.get(memory_id)
@@ -178,6 +220,7 @@ class Engine:
                     docs.append(doc_of(v, vector, [parent.content]))  # the one version it replaced
                 else:
                     fetch.append(i)  # a longer history, or a version brought back: read it from the store
+            assert self.source is not None
             docs += self.source.docs(fetch)
             present = {d.id for d in docs}
             purges = [i for op, i in c.outbox if op == "purge"]
@@ -313,8 +356,7 @@ class Engine:
             if self._purge_done >= ticket:
                 return
             covers = self._purge_asked
-            self.indexes.rebuild(["bm25"])
-            self.indexes.vectors.erase_from_file()
+            self.indexes.purge()
             self._purge_done = covers
         self.store.checkpoint()
 

@@ -12,7 +12,8 @@ AgentMemError                  500  1   a failure nothing below describes
 ├── ConflictError              409  1   the request clashes with what is stored (e.g. import ids in use)
 ├── StoreError                 503  1   the DuckDB file cannot be used
 │   ├── StoreLockedError       503  4   another process holds the data directory
-│   └── SchemaTooNewError      503  1   written by a newer agentmem: refused, not touched
+│   ├── SchemaTooNewError      503  1   written by a newer agentmem: refused, not touched
+│   └── StoreBusyError         503  1   the shared database kept refusing a lock (deadlocks): try again
 ├── IndexUnavailableError      503  1   an index or the embedding model failed (the store is intact)
 ├── AccessDeniedError          403  1   no or unknown token (a client reads 401 so too), or no access
 ├── ServiceUnavailableError    503  1   the service could not be reached, timed out, or failed
@@ -81,6 +82,13 @@ class SchemaTooNewError(StoreError):
 
     code = "schema_too_new"
     label = "schema too new"
+
+
+class StoreBusyError(StoreError):
+    """A shared database (PostgreSQL) gave up on a lock, again and again: nothing was written."""
+
+    code = "store_busy"
+    label = "store busy"
 
 
 class IndexUnavailableError(AgentMemError):

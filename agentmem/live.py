@@ -28,11 +28,16 @@ class LiveSet:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def __contains__(self, memory_id: int) -> bool:
+    def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._by_id
 
     def get(self, memory_id: int) -> MemoryVersion | None:
         return self._by_id.get(memory_id)
+
+    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
+        """The current versions among `ids`, by id."""
+        by_id = self._by_id
+        return {i: v for i in ids if (v := by_id.get(i)) is not None}
 
     def ids(self) -> set[int]:
         return set(self._by_id)

@@ -20,22 +20,22 @@ from agentmem import admission, audit, lifecycle, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
+from agentmem.backend import Indexes, Live
 from agentmem.config import Config
 from agentmem.context import Context, working_set
 from agentmem.engine import DB_FILE, Engine
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
-from agentmem.live import LiveSet
 from agentmem.migrations import LATEST
 from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
 from agentmem.retention import Retention, retention
-from agentmem.store import Store
+from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
 from indexes.embed import Embedder, embed_query
-from indexes.sync import Consistency, IndexSet
+from indexes.sync import Consistency
 
 log = logging.getLogger("agentmem")
 
@@ -47,7 +47,8 @@ def _now() -> datetime:
 
 
 class Memory:
-    """A versioned memory in one data directory: DuckDB of record plus BM25 and vector indexes.
+    """A versioned memory in one data directory: DuckDB of record plus BM25 and vector indexes;
+    or, with `database_url`, one node of many on a PostgreSQL database (`agentmem.postgres`).
 
     Writes from many threads are group-committed by the engine (`agentmem.engine`); recall may
     run from many threads at once and sees every acknowledged write.
@@ -60,6 +61,7 @@ class Memory:
         embedder: Embedder,
         config: Config | None = None,
         clock: Callable[[], datetime] = _now,
+        database_url: str | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
         self.path.mkdir(parents=True, exist_ok=True)
@@ -67,18 +69,18 @@ class Memory:
         self.config = config or Config()
         self.clock = clock
         self._vector_error: str | None = None
-        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock)
+        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock, database_url=database_url)
 
     @property
-    def store(self) -> Store:
+    def store(self) -> StoreOfRecord:
         return self.engine.store
 
     @property
-    def live(self) -> LiveSet:
+    def live(self) -> Live:
         return self.engine.live
 
     @property
-    def indexes(self) -> IndexSet:
+    def indexes(self) -> Indexes:
         return self.engine.indexes
 
     @property
@@ -250,7 +252,8 @@ class Memory:
 
         # Filter at read against the live set: a stale index never brings back an old version.
         ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
-        candidates = [m for i in ids if (m := self.live.get(i)) is not None and keep(m)]
+        current = self.live.many(ids)
+        candidates = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
         hits = fuse(
             candidates, text_hits, vector_hits, now=now, k=k, weights=self.config.weights, kinds=self.config.kinds
         )
@@ -345,8 +348,7 @@ class Memory:
             raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
         actions = validate.choices(actions, audit.ACTIONS, "action")
         start, end = validate.utc(since, "since"), validate.utc(until, "until")
-        return audit.query(
-            self.store.cursor(),
+        return self.store.audit_page(
             projects=projects,
             actions=actions,
             since=start,
@@ -396,11 +398,11 @@ class Memory:
         scope = Filter(projects=None if projects is None else tuple(projects))
         ix = self.indexes
         if projects is None:
-            bm25, vectors, pending = ix.bm25.count(), ix.vectors.count(), ix.lag()
+            (bm25, vectors), pending = ix.sizes(), ix.lag()
         else:
-            mine = {m.id for m in self.live.values() if m.project in projects}
+            mine = set(s.ids(Filter(projects=tuple(projects), current_only=True)))
             waiting = ix.pending_ids()
-            bm25, vectors = len(ix.bm25.ids() & mine), len(ix.vectors.ids() & mine)
+            bm25, vectors = ix.sizes(mine)
             pending = s.count(scope.narrow(ids=tuple(waiting))) if waiting else 0
         return Stats(
             versions=s.count(scope),

@@ -20,7 +20,7 @@ import httpx
 import msgspec
 
 from agentmem.errors import ProviderError
-from agentmem.store import Store
+from agentmem.store import StoreOfRecord
 from agentmem.text import sha256
 
 MAX_TEXT = 2000
@@ -63,7 +63,7 @@ class Provider:
     def __init__(
         self,
         config: ProviderConfig,
-        store: Store,
+        store: StoreOfRecord,
         lock: threading.RLock,
         *,
         transport: httpx.BaseTransport | None = None,
@@ -131,7 +131,7 @@ def parse(content: str) -> str:
     try:
         reply = msgspec.json.decode(content.strip(), type=_Reply)
     except msgspec.DecodeError:
-        raise ProviderError("provider reply is not the JSON object {\"text\": ...}") from None
+        raise ProviderError('provider reply is not the JSON object {"text": ...}') from None
     text = " ".join(reply.text.split())
     if not text or len(text) > MAX_TEXT:
         raise ProviderError(f"provider text is empty or longer than {MAX_TEXT} characters")

@@ -12,7 +12,7 @@ from agentmem.filters import Filter
 from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Weights, score
 from agentmem.records import Hit, MemoryVersion
-from agentmem.store import Store
+from agentmem.store import StoreOfRecord
 from agentmem.supersede import STOPWORDS
 from agentmem.text import folded_words, stem, tokens
 
@@ -54,7 +54,7 @@ def query_prefixes(query: str) -> set[str]:
 
 
 def as_of_candidates(
-    store: Store,
+    store: StoreOfRecord,
     model: str,
     query: str,
     query_vector: np.ndarray | None,

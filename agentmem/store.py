@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import re
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Set as AbstractSet
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -19,12 +21,20 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from agentmem.errors import NotFoundError, StoreError, StoreLockedError
+from agentmem import audit
+from agentmem.audit import AuditEntry
+from agentmem.errors import NotFoundError, StoreBusyError, StoreError, StoreLockedError
 from agentmem.filters import ALL, Filter
 from agentmem.migrations import migrate
 from agentmem.records import MAX_ID, Link, MemoryVersion, Triple
 from agentmem.text import identity, sha256, slot_of
 from indexes.docs import OutboxEntry, OutboxOp
+
+
+class RetryConflict(StoreBusyError):
+    """A shared database rolled a unit back (a deadlock, a lock wait that timed out): the writer
+    runs the batch again; a caller hears it only once retries ran out."""
+
 
 # Column order of every SELECT that builds a MemoryVersion.
 COLUMNS = (
@@ -136,7 +146,309 @@ def filter_sql(f: Filter, alias: str = "") -> tuple[str, list[Any]]:
     return " AND ".join(conds) or "true", params
 
 
-class Store:
+class StoreOfRecord(ABC):
+    """What the engine and its services ask of the store of record: the writes of one unit
+    (inside `transaction()`), and named read queries. The reads written here are SQL that DuckDB
+    and PostgreSQL both run (`?` placeholders; a backend's `_rows` binds them); the abstract
+    ones each backend does its own way. `Store` (DuckDB, the embedded default) and
+    `agentmem.postgres.store.PgStore` implement it."""
+
+    # what the store shares with other processes: False for DuckDB (one process owns the file,
+    # so the engine keeps the live set and the indexes in memory), True for PostgreSQL
+    shared: bool = False
+    last_seq: int = 0
+    schema_version: int = 0
+
+    @abstractmethod
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    # -- the write side (the engine's commit) --------------------------------
+
+    def open_unit(self) -> Any:
+        """What a new write unit decides in: None where the engine's live set is the truth (one
+        process owns the store), a database transaction holding the unit's locks where the store
+        is shared (its `current` is what the unit reads, its `allocate_id` gives the ids)."""
+        return None
+
+    def abort(self, session: Any) -> None:
+        """A unit that will not be committed: roll its transaction back, if it has one."""
+        return None
+
+    @abstractmethod
+    def transaction(self, session: Any = None) -> AbstractContextManager[Any]:
+        """One transaction, committed on a clean exit and rolled back whole on any error; the
+        connection it yields goes to the write methods below. `session`: the one a unit opened
+        (`open_unit`), where the store decides inside a transaction (PostgreSQL)."""
+
+    @abstractmethod
+    def allocate_id(self) -> int: ...
+
+    @abstractmethod
+    def reserve_ids_through(self, max_id: int) -> None: ...
+
+    @abstractmethod
+    def put_embeddings(
+        self, conn: Any, hashes: Sequence[str], model: str, vectors: np.ndarray, *, new: bool = False
+    ) -> None: ...
+
+    @abstractmethod
+    def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None: ...
+
+    @abstractmethod
+    def apply_updates(
+        self, conn: Any, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+    ) -> None:
+        """Set fields on stored versions; those in `was_current` must still be current (where
+        other processes write the same store: else `RetryConflict`)."""
+
+    @abstractmethod
+    def erase(self, conn: Any, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def add_links(self, conn: Any, links: Sequence[Link]) -> None: ...
+
+    @abstractmethod
+    def enqueue(self, conn: Any, ops: Sequence[tuple[OutboxOp, int]], at: datetime) -> int: ...
+
+    @abstractmethod
+    def add_accesses(self, conn: Any, counts: dict[int, int], at: datetime) -> None: ...
+
+    @abstractmethod
+    def write_audit(self, conn: Any, entries: Sequence[AuditEntry]) -> list[int]: ...
+
+    @abstractmethod
+    def prune_outbox(self, upto: int) -> None: ...
+
+    @abstractmethod
+    def checkpoint(self) -> bool: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # -- reads each backend does its own way ----------------------------------
+
+    @abstractmethod
+    def versions_with_vectors(self, f: Filter, model: str) -> Iterator[tuple[MemoryVersion, list[float] | None]]:
+        """`f`'s versions by id, each with its `model` embedding (None if it has none), streamed."""
+
+    @abstractmethod
+    def nearest(self, f: Filter, model: str, vector: np.ndarray, n: int) -> list[tuple[MemoryVersion, float]]:
+        """At most `n` of `f`'s versions by cosine similarity of their `model` embedding to `vector`,
+        best first (newest first among equals)."""
+
+    @abstractmethod
+    def word_matches(self, f: Filter, prefixes: Sequence[str], n: int) -> list[MemoryVersion]:
+        """At most `n` of `f`'s versions whose accent-folded, lower-case content has a word starting
+        with one of `prefixes`, those matching the most prefixes first (newest first among equals)."""
+
+    @abstractmethod
+    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """Stored embeddings by content hash (hashes with none for `model` are left out)."""
+
+    @abstractmethod
+    def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
+        """Keep a provider reply (the first one stays if two race)."""
+
+    def audit_page(self, **query: Any) -> tuple[list[AuditEntry], int | None]:
+        """A page of the audit log (see `agentmem.audit.query`)."""
+        return audit.query(self._rows, **query)
+
+    # -- reads -------------------------------------------------------------
+
+    def get_many(self, ids: Sequence[int]) -> dict[int, MemoryVersion]:
+        if not ids:
+            return {}
+        rows = self._rows(f"{SELECT} WHERE id IN ({_placeholders(len(ids))})", list(ids))
+        return {r[0]: to_version(r) for r in rows}
+
+    def where(
+        self, condition: str, params: Sequence[Any] = (), order: str = "id", limit: int | None = None
+    ) -> list[MemoryVersion]:
+        """Versions by a raw SQL condition: the engine's startup read and tests only. Everything
+        else asks `versions(Filter(...))`, so SQL stays in this module."""
+        sql = f"{SELECT} WHERE {condition} ORDER BY {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [to_version(r) for r in self._rows(sql, list(params))]
+
+    def versions(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[MemoryVersion]:
+        """The versions `f` selects, in `order`, at most `limit` of them."""
+        where, params = filter_sql(f)
+        return self.where(where, params, order=_ORDER_SQL[order], limit=limit)
+
+    def ids(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[int]:
+        """The ids of the versions `f` selects."""
+        where, params = filter_sql(f)
+        sql = f"SELECT id FROM memories WHERE {where} ORDER BY {_ORDER_SQL[order]}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [r[0] for r in self._rows(sql, params)]
+
+    def lineage(self, lineage_id: int) -> list[MemoryVersion]:
+        """Every version of one lineage, oldest first."""
+        return self.versions(Filter(lineages=(lineage_id,)), order="version")
+
+    def count(self, f: Filter) -> int:
+        where, params = filter_sql(f)
+        return int(self.scalar(f"SELECT count(*) FROM memories WHERE {where}", params))
+
+    def counts_by(self, column: Literal["status", "tier", "kind", "project"], f: Filter = ALL) -> dict[str, int]:
+        """How many of `f`'s versions have each value of `column`, by value."""
+        where, params = filter_sql(f)
+        sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
+        return {str(k): int(n) for k, n in self._rows(sql, params)}
+
+    def broken_invariants(self, now: datetime, exempt: Sequence[str]) -> list[str]:
+        """What breaks the store's own invariants, a sentence each (with up to 10 ids): each lineage
+        has versions 1..n, each replacing the one before, exactly one latest (the last) and no older
+        active one; every parent, successor, link end and source is a stored version of the same
+        project; at most one current unexpired memory per key and per triple slot (kinds in `exempt`
+        hold none); ids from 1 to 2**53."""
+        m_of = "(SELECT id, lineage_id, project FROM memories)"
+        checks: list[tuple[str, str, list[Any]]] = [
+            ("lineages without exactly one latest version, the last",
+             "SELECT lineage_id FROM memories GROUP BY lineage_id HAVING count(*) FILTER (WHERE is_latest) != 1 "
+             "OR max(version) != max(version) FILTER (WHERE is_latest)", []),
+            ("lineages whose versions are not 1..n",
+             "SELECT lineage_id FROM memories GROUP BY lineage_id "
+             "HAVING min(version) != 1 OR max(version) != count(*) OR count(DISTINCT version) != count(*)", []),
+            ("active versions that are not the latest of their lineage",
+             "SELECT id FROM memories WHERE status = 'active' AND NOT is_latest", []),
+            ("versions whose parent is not the version before them in their lineage",
+             "SELECT m.id FROM memories m LEFT JOIN memories p ON p.id = m.parent_id "
+             "WHERE (m.version = 1) != (m.parent_id IS NULL) OR (m.parent_id IS NOT NULL AND (p.id IS NULL "
+             "OR p.lineage_id != m.lineage_id OR p.version != m.version - 1))", []),
+            ("versions whose superseded_by is not a later version of their lineage",
+             f"SELECT m.id FROM memories m LEFT JOIN {m_of} s ON s.id = m.superseded_by "
+             "WHERE m.superseded_by IS NOT NULL AND (s.id IS NULL OR s.lineage_id != m.lineage_id)", []),
+            ("links whose ends are not two stored versions of one project",
+             f"SELECT l.src_id FROM links l LEFT JOIN {m_of} a ON a.id = l.src_id LEFT JOIN {m_of} b "
+             "ON b.id = l.dst_id WHERE a.id IS NULL OR b.id IS NULL OR a.project != b.project", []),
+            ("versions whose source_ids are not stored versions of their project",
+             f"SELECT DISTINCT m.id FROM (SELECT id, project, unnest(source_ids) AS src FROM memories) m "
+             f"LEFT JOIN {m_of} s ON s.id = m.src WHERE s.id IS NULL OR s.project != m.project", []),
+            ("ids out of range (1 to 2**53)", "SELECT id FROM memories WHERE id < 1 OR id > ?", [MAX_ID]),
+        ]  # fmt: skip
+        current = (
+            "is_latest AND status = 'active' AND (expires_at IS NULL OR expires_at > ?) "
+            "AND kind NOT IN (SELECT unnest(?::VARCHAR[]))"
+        )
+        for column in ("key", "slot"):
+            checks.append((
+                f"{'keys' if column == 'key' else 'triple slots'} held by more than one current memory",
+                f"SELECT min(id) FROM memories WHERE {column} IS NOT NULL AND {current} "
+                f"GROUP BY project, {column} HAVING count(*) > 1", [now, list(exempt)],
+            ))  # fmt: skip
+        problems = []
+        for what, sql, params in checks:
+            rows = self._rows(f"SELECT * FROM ({sql}) ORDER BY 1 LIMIT 11", params)
+            if rows:
+                shown = ", ".join(str(r[0]) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
+                problems.append(f"{what}: {shown}")
+        return problems
+
+    def count_links(self, f: Filter) -> int:
+        """How many links start at one of `f`'s versions."""
+        where, params = filter_sql(f)
+        sql = f"SELECT count(*) FROM links WHERE src_id IN (SELECT id FROM memories WHERE {where})"
+        return int(self.scalar(sql, params))
+
+    def links_from(self, f: Filter) -> list[Link]:
+        """The links that start at one of `f`'s versions, oldest first."""
+        where, params = filter_sql(f)
+        rows = self._rows(
+            "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id IN "
+            f"(SELECT id FROM memories WHERE {where}) ORDER BY created_at, src_id, dst_id",
+            params,
+        )
+        return [Link(*r) for r in rows]
+
+    def sessions_not_derived_into(self, f: Filter, tier: str) -> list[str]:
+        """The sessions of `f`'s versions that hold one no current version of `tier` was derived from."""
+        where, params = filter_sql(f, "m")
+        rows = self._rows(
+            f"SELECT DISTINCT m.session FROM memories m WHERE {where} AND m.session IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM links l JOIN memories e ON e.id = l.src_id WHERE l.dst_id = m.id "
+            "AND l.kind = 'derived_from' AND e.tier = ? AND e.is_latest AND e.status = 'active') "
+            "ORDER BY m.session",
+            [*params, tier],
+        )
+        return [r[0] for r in rows]
+
+    def unembedded(self, model: str) -> list[tuple[str, str]]:
+        """(content hash, content) of current versions with no vector for `model` (a new model)."""
+        rows = self._rows(
+            f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
+            [model],
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def embedded_hashes(self, model: str) -> list[str]:
+        """Every content hash with a stored `model` embedding."""
+        rows = self._rows("SELECT content_hash FROM embeddings WHERE model = ?", [model])
+        return [r[0] for r in rows]
+
+    def embedded(self, hashes: Sequence[str], model: str) -> set[str]:
+        """Which of these content hashes have a stored `model` embedding."""
+        rows = self._rows(
+            "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN (SELECT unnest(?::VARCHAR[]))",
+            [model, list(hashes)],
+        )
+        return {r[0] for r in rows}
+
+    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
+        """The index outbox entries after `seq`, oldest first, at most `limit`."""
+        rows = self._rows("SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit])
+        return [OutboxEntry(*r) for r in rows]
+
+    # -- the provider's reply cache ------------------------------------------
+
+    def cached_reply(self, prompt_hash: str) -> str | None:
+        rows = self._rows("SELECT reply FROM provider_cache WHERE prompt_hash = ?", [prompt_hash])
+        return str(rows[0][0]) if rows else None
+
+    def has_embedding(self, content_hash: str, model: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model]))
+
+    def vector(self, content_hash: str, model: str) -> np.ndarray | None:
+        """One stored embedding, or None."""
+        rows = self._rows("SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
+        return np.asarray(rows[0][0], dtype=np.float32) if rows else None
+
+    def current_of_lineages(self, lineages: Sequence[int]) -> list[int]:
+        """Ids of the current (latest, active) versions of these lineages."""
+        rows = (
+            self._rows(f"SELECT id FROM memories WHERE {INDEXABLE} AND lineage_id IN (SELECT unnest(?::BIGINT[]))",
+                     [list(lineages)])
+        )  # fmt: skip
+        return [r[0] for r in rows]
+
+    def derived_from(self, memory_id: int) -> list[MemoryVersion]:
+        """The versions `memory_id` was derived from (its evidence), oldest first."""
+        return self.where(
+            "id IN (SELECT dst_id FROM links WHERE src_id = ? AND kind = 'derived_from')", [memory_id], order="id"
+        )
+
+    def built_on(self, memory_id: int) -> list[MemoryVersion]:
+        """The versions derived from `memory_id`."""
+        return self.where(
+            "id IN (SELECT src_id FROM links WHERE dst_id = ? AND kind = 'derived_from')", [memory_id], order="id"
+        )
+
+    def links(self, memory_id: int) -> list[Link]:
+        rows = self._rows(
+            "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id = ? OR dst_id = ? ORDER BY created_at",
+            [memory_id, memory_id],
+        )
+        return [Link(*r) for r in rows]
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        rows = self._rows(sql, list(params))
+        return rows[0][0] if rows else None
+
+
+class Store(StoreOfRecord):
     """The DuckDB file under a data directory."""
 
     def __init__(self, path: Path) -> None:
@@ -183,7 +495,7 @@ class Store:
         return cur
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def transaction(self, session: Any = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """One DuckDB transaction on the owning connection; rolled back whole on any error."""
         conn = self._conn
         conn.execute("BEGIN TRANSACTION")
@@ -315,7 +627,9 @@ class Store:
         )
 
     @staticmethod
-    def apply_updates(conn: duckdb.DuckDBPyConnection, updates: dict[int, dict[str, Any]]) -> None:
+    def apply_updates(
+        conn: duckdb.DuckDBPyConnection, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+    ) -> None:
         """Set fields on many versions: one statement per distinct set of fields (each version's
         fields are its own values)."""
         groups: dict[tuple[str, ...], list[int]] = {}
@@ -377,6 +691,10 @@ class Store:
         )
 
     @staticmethod
+    def write_audit(conn: duckdb.DuckDBPyConnection, entries: Sequence[AuditEntry]) -> list[int]:
+        return audit.write(conn, entries)
+
+    @staticmethod
     def add_accesses(conn: duckdb.DuckDBPyConnection, counts: dict[int, int], at: datetime) -> None:
         """Count recalls: `counts` maps ids to how often each was returned since the last time."""
         conn.execute(
@@ -385,119 +703,10 @@ class Store:
             [at, list(counts), list(counts.values())],
         )
 
-    # -- reads -------------------------------------------------------------
+    # -- reads DuckDB does its own way -------------------------------------
 
-    def get_many(self, ids: Sequence[int]) -> dict[int, MemoryVersion]:
-        if not ids:
-            return {}
-        rows = self.cursor().execute(f"{SELECT} WHERE id IN ({_placeholders(len(ids))})", list(ids)).fetchall()
-        return {r[0]: to_version(r) for r in rows}
-
-    def where(
-        self, condition: str, params: Sequence[Any] = (), order: str = "id", limit: int | None = None
-    ) -> list[MemoryVersion]:
-        """Versions by a raw SQL condition: the engine's startup read and tests only. Everything
-        else asks `versions(Filter(...))`, so SQL stays in this module."""
-        sql = f"{SELECT} WHERE {condition} ORDER BY {order}"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return [to_version(r) for r in self.cursor().execute(sql, list(params)).fetchall()]
-
-    def versions(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[MemoryVersion]:
-        """The versions `f` selects, in `order`, at most `limit` of them."""
-        where, params = filter_sql(f)
-        return self.where(where, params, order=_ORDER_SQL[order], limit=limit)
-
-    def ids(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[int]:
-        """The ids of the versions `f` selects."""
-        where, params = filter_sql(f)
-        sql = f"SELECT id FROM memories WHERE {where} ORDER BY {_ORDER_SQL[order]}"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return [r[0] for r in self.cursor().execute(sql, params).fetchall()]
-
-    def lineage(self, lineage_id: int) -> list[MemoryVersion]:
-        """Every version of one lineage, oldest first."""
-        return self.versions(Filter(lineages=(lineage_id,)), order="version")
-
-    def count(self, f: Filter) -> int:
-        where, params = filter_sql(f)
-        return int(self.scalar(f"SELECT count(*) FROM memories WHERE {where}", params))
-
-    def counts_by(self, column: Literal["status", "tier", "kind", "project"], f: Filter = ALL) -> dict[str, int]:
-        """How many of `f`'s versions have each value of `column`, by value."""
-        where, params = filter_sql(f)
-        sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
-        return {str(k): int(n) for k, n in self.cursor().execute(sql, params).fetchall()}
-
-    def broken_invariants(self, now: datetime, exempt: Sequence[str]) -> list[str]:
-        """What breaks the store's own invariants, a sentence each (with up to 10 ids): each lineage
-        has versions 1..n, each replacing the one before, exactly one latest (the last) and no older
-        active one; every parent, successor, link end and source is a stored version of the same
-        project; at most one current unexpired memory per key and per triple slot (kinds in `exempt`
-        hold none); ids from 1 to 2**53."""
-        m_of = "(SELECT id, lineage_id, project FROM memories)"
-        checks: list[tuple[str, str, list[Any]]] = [
-            ("lineages without exactly one latest version, the last",
-             "SELECT lineage_id FROM memories GROUP BY lineage_id HAVING count(*) FILTER (WHERE is_latest) != 1 "
-             "OR max(version) != max(version) FILTER (WHERE is_latest)", []),
-            ("lineages whose versions are not 1..n",
-             "SELECT lineage_id FROM memories GROUP BY lineage_id "
-             "HAVING min(version) != 1 OR max(version) != count(*) OR count(DISTINCT version) != count(*)", []),
-            ("active versions that are not the latest of their lineage",
-             "SELECT id FROM memories WHERE status = 'active' AND NOT is_latest", []),
-            ("versions whose parent is not the version before them in their lineage",
-             "SELECT m.id FROM memories m LEFT JOIN memories p ON p.id = m.parent_id "
-             "WHERE (m.version = 1) != (m.parent_id IS NULL) OR (m.parent_id IS NOT NULL AND (p.id IS NULL "
-             "OR p.lineage_id != m.lineage_id OR p.version != m.version - 1))", []),
-            ("versions whose superseded_by is not a later version of their lineage",
-             f"SELECT m.id FROM memories m LEFT JOIN {m_of} s ON s.id = m.superseded_by "
-             "WHERE m.superseded_by IS NOT NULL AND (s.id IS NULL OR s.lineage_id != m.lineage_id)", []),
-            ("links whose ends are not two stored versions of one project",
-             f"SELECT l.src_id FROM links l LEFT JOIN {m_of} a ON a.id = l.src_id LEFT JOIN {m_of} b "
-             "ON b.id = l.dst_id WHERE a.id IS NULL OR b.id IS NULL OR a.project != b.project", []),
-            ("versions whose source_ids are not stored versions of their project",
-             f"SELECT DISTINCT m.id FROM (SELECT id, project, unnest(source_ids) AS src FROM memories) m "
-             f"LEFT JOIN {m_of} s ON s.id = m.src WHERE s.id IS NULL OR s.project != m.project", []),
-            ("ids out of range (1 to 2**53)", "SELECT id FROM memories WHERE id < 1 OR id > ?", [MAX_ID]),
-        ]  # fmt: skip
-        current = (
-            "is_latest AND status = 'active' AND (expires_at IS NULL OR expires_at > ?) "
-            "AND kind NOT IN (SELECT unnest(?::VARCHAR[]))"
-        )
-        for column in ("key", "slot"):
-            checks.append((
-                f"{'keys' if column == 'key' else 'triple slots'} held by more than one current memory",
-                f"SELECT min(id) FROM memories WHERE {column} IS NOT NULL AND {current} "
-                f"GROUP BY project, {column} HAVING count(*) > 1", [now, list(exempt)],
-            ))  # fmt: skip
-        problems = []
-        for what, sql, params in checks:
-            rows = self.cursor().execute(f"SELECT * FROM ({sql}) ORDER BY 1 LIMIT 11", params).fetchall()
-            if rows:
-                shown = ", ".join(str(r[0]) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
-                problems.append(f"{what}: {shown}")
-        return problems
-
-    def count_links(self, f: Filter) -> int:
-        """How many links start at one of `f`'s versions."""
-        where, params = filter_sql(f)
-        sql = f"SELECT count(*) FROM links WHERE src_id IN (SELECT id FROM memories WHERE {where})"
-        return int(self.scalar(sql, params))
-
-    def links_from(self, f: Filter) -> list[Link]:
-        """The links that start at one of `f`'s versions, oldest first."""
-        where, params = filter_sql(f)
-        rows = (
-            self.cursor()
-            .execute(
-                "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id IN "
-                f"(SELECT id FROM memories WHERE {where}) ORDER BY created_at, src_id, dst_id",
-                params,
-            )
-            .fetchall()
-        )
-        return [Link(*r) for r in rows]
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.cursor().execute(sql, list(params)).fetchall()
 
     def versions_with_vectors(self, f: Filter, model: str) -> Iterator[tuple[MemoryVersion, list[float] | None]]:
         """`f`'s versions by id, each with its `model` embedding (None if it has none), streamed."""
@@ -553,89 +762,10 @@ class Store:
         )
         return [to_version(r[:-1]) for r in rows]
 
-    def sessions_not_derived_into(self, f: Filter, tier: str) -> list[str]:
-        """The sessions of `f`'s versions that hold one no current version of `tier` was derived from."""
-        where, params = filter_sql(f, "m")
-        rows = (
-            self.cursor()
-            .execute(
-                f"SELECT DISTINCT m.session FROM memories m WHERE {where} AND m.session IS NOT NULL AND NOT EXISTS "
-                "(SELECT 1 FROM links l JOIN memories e ON e.id = l.src_id WHERE l.dst_id = m.id "
-                "AND l.kind = 'derived_from' AND e.tier = ? AND e.is_latest AND e.status = 'active') "
-                "ORDER BY m.session",
-                [*params, tier],
-            )
-            .fetchall()
-        )
-        return [r[0] for r in rows]
-
-    def unembedded(self, model: str) -> list[tuple[str, str]]:
-        """(content hash, content) of current versions with no vector for `model` (a new model)."""
-        rows = (
-            self.cursor()
-            .execute(
-                f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
-                [model],
-            )
-            .fetchall()
-        )
-        return [(r[0], r[1]) for r in rows]
-
-    def embedded_hashes(self, model: str) -> list[str]:
-        """Every content hash with a stored `model` embedding."""
-        rows = self.cursor().execute("SELECT content_hash FROM embeddings WHERE model = ?", [model]).fetchall()
-        return [r[0] for r in rows]
-
-    def embedded(self, hashes: Sequence[str], model: str) -> set[str]:
-        """Which of these content hashes have a stored `model` embedding."""
-        rows = (
-            self.cursor()
-            .execute(
-                "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN "
-                "(SELECT unnest(?::VARCHAR[]))",
-                [model, list(hashes)],
-            )
-            .fetchall()
-        )
-        return {r[0] for r in rows}
-
-    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
-        """The index outbox entries after `seq`, oldest first, at most `limit`."""
-        rows = (
-            self.cursor()
-            .execute("SELECT seq, op, memory_id FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit])
-            .fetchall()
-        )
-        return [OutboxEntry(*r) for r in rows]
-
-    # -- the provider's reply cache ------------------------------------------
-
-    def cached_reply(self, prompt_hash: str) -> str | None:
-        row = self.cursor().execute("SELECT reply FROM provider_cache WHERE prompt_hash = ?", [prompt_hash]).fetchone()
-        return None if row is None else str(row[0])
-
     def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
         """Keep a reply (the first one stays if two race); the caller serialises it with the writer."""
         with self.transaction() as tx:
             tx.execute("INSERT OR IGNORE INTO provider_cache VALUES (?, ?, ?, ?)", [prompt_hash, model, reply, at])
-
-    def has_embedding(self, content_hash: str, model: str) -> bool:
-        row = (
-            self.cursor()
-            .execute("SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
-            .fetchone()
-        )
-        return row is not None
-
-    def vector(self, content_hash: str, model: str) -> np.ndarray | None:
-        """One stored embedding, or None."""
-        row = (
-            self.cursor()
-            .execute("SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
-            .fetchone()
-        )
-        return None if row is None else np.asarray(row[0], dtype=np.float32)
 
     def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
         """Stored embeddings by content hash (hashes with none for `model` are left out)."""
@@ -655,43 +785,6 @@ class Store:
         flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         matrix = flat.reshape(table.num_rows, -1).astype(np.float32, copy=False)
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
-
-    def current_of_lineages(self, lineages: Sequence[int]) -> list[int]:
-        """Ids of the current (latest, active) versions of these lineages."""
-        rows = (
-            self.cursor()
-            .execute(f"SELECT id FROM memories WHERE {INDEXABLE} AND lineage_id IN (SELECT unnest(?::BIGINT[]))",
-                     [list(lineages)])
-            .fetchall()
-        )  # fmt: skip
-        return [r[0] for r in rows]
-
-    def derived_from(self, memory_id: int) -> list[MemoryVersion]:
-        """The versions `memory_id` was derived from (its evidence), oldest first."""
-        return self.where(
-            "id IN (SELECT dst_id FROM links WHERE src_id = ? AND kind = 'derived_from')", [memory_id], order="id"
-        )
-
-    def built_on(self, memory_id: int) -> list[MemoryVersion]:
-        """The versions derived from `memory_id`."""
-        return self.where(
-            "id IN (SELECT src_id FROM links WHERE dst_id = ? AND kind = 'derived_from')", [memory_id], order="id"
-        )
-
-    def links(self, memory_id: int) -> list[Link]:
-        rows = (
-            self.cursor()
-            .execute(
-                "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id = ? OR dst_id = ? ORDER BY created_at",
-                [memory_id, memory_id],
-            )
-            .fetchall()
-        )
-        return [Link(*r) for r in rows]
-
-    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        row = self.cursor().execute(sql, list(params)).fetchone()
-        return row[0] if row else None
 
 
 def compact(path: Path) -> tuple[int, int]:

@@ -24,6 +24,7 @@ import msgspec
 import numpy as np
 
 from agentmem.audit import AuditEntry
+from agentmem.backend import Current
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.live import LiveSet
 from agentmem.records import Link, MemoryVersion, NewMemory
@@ -60,12 +61,15 @@ class Changes:
     audits: list[AuditEntry] = field(default_factory=list)
     added: dict[int, MemoryVersion] = field(default_factory=dict)  # id -> version as it will be
     gone: set[int] = field(default_factory=set)  # current versions this unit changes or removes
+    # stored versions this unit updates that were current when it read them: a shared store
+    # refuses the commit (and the writer retries) if another node changed one meanwhile
+    was_current: set[int] = field(default_factory=set)
 
     def copy(self) -> Changes:
         return Changes(
             dict(self.embeddings), dict(self.inserts), {k: dict(v) for k, v in self.updates.items()},
             list(self.erasures), list(self.links), list(self.outbox), list(self.audits), dict(self.added),
-            set(self.gone),
+            set(self.gone), set(self.was_current),
         )  # fmt: skip
 
 
@@ -85,8 +89,9 @@ def _utc(v: MemoryVersion) -> MemoryVersion:
 class Write:
     """One unit of change. Get one from `Engine.write()` (alone) or as a job's argument (batched)."""
 
-    def __init__(self, live: LiveSet, allocate: Any, now: datetime, start_confidence: Any) -> None:
+    def __init__(self, live: Current, allocate: Any, now: datetime, start_confidence: Any, session: Any = None) -> None:
         self.now = now
+        self.session = session  # the store's transaction this unit decides in (a shared store), or None
         self._live = live
         self._allocate = allocate
         self._start_confidence = start_confidence
@@ -200,6 +205,8 @@ class Write:
         if v.id in c.inserts:
             c.inserts[v.id] = changed
         else:
+            if v.is_latest and v.status == "active" and v.id not in c.updates:
+                c.was_current.add(v.id)
             c.updates.setdefault(v.id, {}).update(fields)
         self._put(changed)
         if reindex:

@@ -9,6 +9,10 @@ or error. A job that raises leaves no trace in the unit; the others in its batch
 An exclusive unit (`Writer.exclusive`) commits whatever is queued first, then holds the writer
 for one caller: services that read the store while they write (sweep, delete, import) see
 every acknowledged write and nothing half-done.
+
+A store shared by several processes (PostgreSQL) decides inside a database transaction that
+holds its locks: when the database gives up on one (a deadlock, a lock that timed out: an
+error in `retryable`), the unit is aborted and the whole batch runs again on a fresh one.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from agentmem.unit import Write
 T = TypeVar("T")
 
 MAX_BATCH = 256  # jobs one commit takes at most (the rest go to the next)
+MAX_TRIES = 20  # runs of one batch when the store keeps asking for a retry
 
 
 class _Ticket(Generic[T]):
@@ -38,9 +43,18 @@ class _Ticket(Generic[T]):
 class Writer:
     """The one writer of a data directory. `new_unit()` makes a unit, `commit(unit)` writes it."""
 
-    def __init__(self, new_unit: Callable[[], Write], commit: Callable[[Write], None]) -> None:
+    def __init__(
+        self,
+        new_unit: Callable[[], Write],
+        commit: Callable[[Write], None],
+        *,
+        abort: Callable[[Write], None] = lambda unit: None,
+        retryable: tuple[type[BaseException], ...] = (),
+    ) -> None:
         self._new_unit = new_unit
         self._commit = commit
+        self._abort = abort  # a unit that will not be committed (its store transaction is rolled back)
+        self._retryable = retryable
         self.lock = threading.RLock()  # held by the leader while it runs and commits a batch
         self._queue: list[_Ticket[Any]] = []
         self._queue_lock = threading.Lock()
@@ -58,8 +72,12 @@ class Writer:
         if self._owner == threading.get_ident():
             # called from inside an exclusive unit (a service composing writes): commit on its own
             unit = self._new_unit()
-            value = job(unit)
-            self._commit(unit)
+            try:
+                value = job(unit)
+                self._commit(unit)
+            except BaseException:
+                self._abort(unit)
+                raise
             return value
         ticket: _Ticket[T] = _Ticket(job)
         with self._queue_lock:
@@ -77,24 +95,48 @@ class Writer:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
         if not batch:
             return
+        for attempt in range(1, MAX_TRIES + 1):
+            again = self._attempt(batch, last=attempt == MAX_TRIES)
+            if not again:
+                break
+        self.batches += 1
+        self.jobs += len(batch)
+        for t in batch:
+            t.done = True
+
+    def _attempt(self, batch: list[_Ticket[Any]], *, last: bool) -> bool:
+        """Run and commit `batch` once; True if the store asked for the whole batch again."""
         unit = self._new_unit()
         for t in batch:
+            t.error = None
             mark = unit.mark()
             try:
                 t.value = t.job(unit)
+            except self._retryable as exc:
+                self._abort(unit)
+                if last:
+                    self._fail(batch, exc)
+                return not last
             except BaseException as exc:  # delivered to its caller; the rest of the batch goes on
                 unit.reset(mark)
                 t.error = exc
         try:
             self._commit(unit)
+        except self._retryable as exc:
+            self._abort(unit)
+            if last:
+                self._fail(batch, exc)
+            return not last
         except BaseException as exc:  # nothing of the batch was written: every caller hears why
-            for t in batch:
-                if t.error is None:
-                    t.error = exc
-        self.batches += 1
-        self.jobs += len(batch)
+            self._abort(unit)
+            self._fail(batch, exc)
+        return False
+
+    @staticmethod
+    def _fail(batch: list[_Ticket[Any]], exc: BaseException) -> None:
         for t in batch:
-            t.done = True
+            if t.error is None:
+                t.error = exc
 
     @contextmanager
     def exclusive(self) -> Iterator[Write]:
@@ -105,7 +147,11 @@ class Writer:
             outer, self._owner = self._owner, threading.get_ident()
             try:
                 unit = self._new_unit()
-                yield unit
-                self._commit(unit)
+                try:
+                    yield unit
+                    self._commit(unit)
+                except BaseException:
+                    self._abort(unit)
+                    raise
             finally:
                 self._owner = outer

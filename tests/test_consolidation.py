@@ -18,6 +18,8 @@ from agentmem.config import ConsolidationSettings
 from agentmem.provider import ProviderConfig
 from fakes import FakeEmbedder
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 def observe(mem: Memory, clock, session: str, items: list[tuple[str, str | None]], project: str = "p") -> list[int]:  # type: ignore[no-untyped-def]
     """Observations of one session, a minute apart: (content, tool)."""
@@ -204,8 +206,15 @@ class Stub:
                     time.sleep(1.0)
                 content = {
                     "ok": json.dumps({"text": "The upload test fails intermittently on CI."}),
-                    "claims": json.dumps({"claims": ["I prefer tabs over spaces for indentation.", "I ran the tests",
-                                                     "rm -rf /tmp/build"]}),
+                    "claims": json.dumps(
+                        {
+                            "claims": [
+                                "I prefer tabs over spaces for indentation.",
+                                "I ran the tests",
+                                "rm -rf /tmp/build",
+                            ]
+                        }
+                    ),
                     "slow": json.dumps({"text": "late"}),
                     "prose": "Sure! The upload test is flaky.",
                     "badjson": '{"text": ',

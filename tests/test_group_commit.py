@@ -14,6 +14,8 @@ from agentmem.records import Triple
 from agentmem.store import INDEXABLE
 from fakes import FakeEmbedder
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 def _hold_first_commit(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
     """The first commit waits until released, so that writes arriving meanwhile queue up."""
@@ -99,6 +101,7 @@ def test_a_failed_commit_fails_every_write_of_its_batch_and_writes_nothing(memor
     assert memory.get(r.memory.id).content == "fact 9 about the build" and memory.check().ok
 
 
+@pytest.mark.embedded  # the deferred BM25 commit (PostgreSQL: test_postgres.py reads a write on another node)
 def test_a_recall_right_after_a_remember_sees_it(memory: Memory) -> None:
     memory.remember("The staging database is called heron", project="p")
     r = memory.remember("Payroll exports run at quokkatime every Friday", project="p")
@@ -108,6 +111,7 @@ def test_a_recall_right_after_a_remember_sees_it(memory: Memory) -> None:
     assert hits[0].parts.bm25_rank == 1 and not memory.indexes.waiting()
 
 
+@pytest.mark.embedded
 def test_supersession_sees_writes_that_wait_for_the_bm25_commit(memory: Memory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(memory.indexes, "search_vector", lambda *a, **k: [])  # words only
     old = memory.remember("The nightly backup job runs at two in the morning on the main server", project="p")
@@ -166,7 +170,7 @@ def test_a_delete_purges_the_index_beside_the_writer_not_under_it(tmp_path: Path
 
 
 def test_a_stored_vector_is_reused_and_an_erased_one_embedded_again(
-    data_dir: Path, memory: Memory, embedder: FakeEmbedder, clock
+    open_memory, memory: Memory, embedder: FakeEmbedder, clock
 ) -> None:  # type: ignore[no-untyped-def]
     """The engine's set of stored contents decides when to look a vector up and when to insert one
     without an existence check; it must agree with the store through deletes and a reopen."""
@@ -184,7 +188,7 @@ def test_a_stored_vector_is_reused_and_an_erased_one_embedded_again(
     assert embedder.texts == before + 1
     assert memory.engine.store.embedded([a.content_hash], memory.engine.model) == {a.content_hash}
     memory.close()
-    with Memory(data_dir, embedder=embedder, clock=clock) as again:  # the set is rebuilt from the store
+    with open_memory(embedder=embedder, clock=clock) as again:  # the set is rebuilt from the store
         again.remember(text, project="e")
         assert embedder.texts == before + 1
         assert [h.memory.id for h in again.recall("staging database", project="d")] == [d.id]

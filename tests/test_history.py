@@ -8,6 +8,8 @@ import pytest
 
 from agentmem import Memory, NotFoundError, ValidationError
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 def test_chain_of_three(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
     v1 = memory.remember("The API listens on port 8080", project="p", key="api.port").memory

@@ -16,6 +16,8 @@ from agentmem.records import MemoryVersion
 from agentmem.retention import RetentionPolicy, access_term, retention
 from fakes import FakeEmbedder
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
@@ -148,7 +150,7 @@ def test_ttl_hides_at_once_and_the_sweep_expires(memory: Memory, clock) -> None:
     assert (report.expired, report.archived) == (1, 0)
     assert memory.get(m.id).status == "expired"
     memory.indexes.refresh()  # searches see what waits in the BM25 writer after its commit
-    assert m.id not in memory.indexes.bm25.ids() and m.id not in memory.indexes.vectors.ids()
+    assert m.id not in memory.indexes.ids("bm25") and m.id not in memory.indexes.ids("vectors")
     consistent(memory)
 
 
@@ -220,7 +222,7 @@ def test_sweep_archives_exactly_what_is_below_threshold(memory: Memory, clock) -
         assert m.status_reason == ("retention" if name in below else None)
     archived = {i for n, i in ids.items() if n in below}
     memory.indexes.refresh()  # searches see what waits in the BM25 writer after its commit
-    assert not archived & memory.indexes.bm25.ids() and not archived & memory.indexes.vectors.ids()
+    assert not archived & memory.indexes.ids("bm25") and not archived & memory.indexes.ids("vectors")
     assert memory.recall("saw the build take nine minutes", project="p", k=10)[0].memory.id != ids["obs"]
     consistent(memory)
     entries, _ = memory.audit(actions=["archive"])
@@ -271,7 +273,7 @@ def test_archive_and_restore_round_trip(memory: Memory, clock) -> None:  # type:
     back = memory.restore(m.id, actor="alice")
     assert back.status == "active" and back.archived_at is None and back.last_reinforced_at == clock.now
     memory.indexes.refresh()  # searches see what waits in the BM25 writer after its commit
-    assert m.id in memory.indexes.bm25.ids() and m.id in memory.indexes.vectors.ids()
+    assert m.id in memory.indexes.ids("bm25") and m.id in memory.indexes.ids("vectors")
     assert memory.recall("build cache bucket amber", project="p")[0].memory.id == m.id
     consistent(memory)
     assert memory.sweep(dry_run=True).archived == 0  # its clock restarted
@@ -327,6 +329,7 @@ def _raw_contains(root: Path, needle: bytes) -> list[str]:
     return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
+@pytest.mark.embedded  # on disk: DuckDB's file, Tantivy's segments, the vector file (PostgreSQL: test_postgres.py)
 def test_governance_delete_leaves_no_trace(memory: Memory, data_dir: Path, clock) -> None:  # type: ignore[no-untyped-def]
     v1 = memory.remember("The vault password hint is zanzibarquokka", project="p", key="vault").memory
     clock.advance(days=1)
@@ -346,15 +349,19 @@ def test_governance_delete_leaves_no_trace(memory: Memory, data_dir: Path, clock
         tomb = memory.get(v.id)
         assert tomb.status == "deleted" and tomb.content == "" and tomb.key is None and tomb.content_hash == ""
         assert tomb.deleted_at == clock.now and tomb.status_reason == "GDPR erasure request 17"
-        assert v.id not in memory.indexes.bm25.ids() and v.id not in memory.indexes.vectors.ids()
+        assert v.id not in memory.indexes.ids("bm25") and v.id not in memory.indexes.ids("vectors")
         hits = memory.indexes.search_vector(vectors[v.id], 10)
         assert v.id not in [i for i, _ in hits]
     for word in ("zanzibarquokka", "xylophonewombat"):
         assert memory.indexes.search_text(word, 10) == []
         assert {h.memory.id for h in memory.recall(word, project="p", k=10)} <= {keep.id}
-        rows = memory.store.cursor().execute(
-            "SELECT count(*) FROM memories WHERE content LIKE ? OR title LIKE ? OR key LIKE ?", [f"%{word}%"] * 3
-        ).fetchone()
+        rows = (
+            memory.store.cursor()
+            .execute(
+                "SELECT count(*) FROM memories WHERE content LIKE ? OR title LIKE ? OR key LIKE ?", [f"%{word}%"] * 3
+            )
+            .fetchone()
+        )
         assert rows == (0,)
     left = memory.store.cursor().execute("SELECT count(*) FROM embeddings WHERE content_hash = ?",
                                          [v1.content_hash]).fetchone()  # fmt: skip
@@ -471,6 +478,7 @@ def test_rebuild_on_open_is_audited(data_dir: Path, clock) -> None:  # type: ign
         assert mem.check().ok
 
 
+@pytest.mark.embedded
 def test_delete_succeeds_while_a_reader_holds_a_transaction(memory: Memory) -> None:
     """Found by the crash campaign: the post-delete CHECKPOINT raised (a 500 after the commit) when
     another connection had a transaction open. It is best effort now; the delete is whole."""

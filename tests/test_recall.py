@@ -9,6 +9,8 @@ import pytest
 from agentmem import Memory, ValidationError
 from indexes.docs import IndexFailure
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 def test_finds_by_words_and_returns_parts(memory: Memory) -> None:
     memory.remember("The staging cluster lives in eu-west-1", project="p")
@@ -20,6 +22,7 @@ def test_finds_by_words_and_returns_parts(memory: Memory) -> None:
     assert 0 < top.score <= 1 and not top.has_history
 
 
+@pytest.mark.embedded
 def test_superseded_never_returned_even_with_a_stale_index(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     old = memory.remember("We use Postgres for the main database of the shop", project="p").memory
     memory.indexes.refresh()

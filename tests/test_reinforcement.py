@@ -6,6 +6,8 @@ import pytest
 
 from agentmem import Memory
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 def test_gain_is_bounded_and_capped(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
     first = memory.remember("Deploys happen on Tuesdays", project="p", kind="fact")

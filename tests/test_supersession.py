@@ -12,6 +12,8 @@ from agentmem.records import MemoryVersion
 from agentmem.supersede import Thresholds, decide, words
 from agentmem.text import jaccard, tokens
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 P = "shop"
 
 # (first memory, second memory, expected outcome, expected reason)

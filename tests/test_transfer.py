@@ -9,6 +9,8 @@ import pytest
 
 from agentmem import ConflictError, Memory, ValidationError
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
+
 
 def _export(mem: Memory) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(line) for line in mem.export_lines()]

@@ -1,0 +1,154 @@
+"""The PostgreSQL schema: the tables of the DuckDB store, each carrying `project` in its primary key.
+
+Ready for Citus: `project` is the distribution column of every table that holds memories
+(memories, embeddings, links, audit); `agentmem_meta` and `provider_cache` hold no project's
+data and would be reference tables. Search runs in the database: a generated `tsvector` over
+each current version's search document (title, content and the words it carried from the
+versions it replaced) with a GIN index, and pgvector's HNSW index over the current versions'
+embeddings; both are partial indexes restricted to current versions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentmem.errors import SchemaTooNewError, StoreError
+
+SCHEMA_VERSION = 1
+CURRENT = "is_latest AND status = 'active'"
+TEXT_CONFIG = "english"  # PostgreSQL's Snowball English stemmer and stopwords, as Tantivy's en_stem
+
+META = "CREATE TABLE IF NOT EXISTS agentmem_meta (name text PRIMARY KEY, value text NOT NULL)"
+
+
+def statements(dim: int) -> list[str]:
+    """The DDL of a fresh database for embeddings of `dim` dimensions."""
+    return [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        "CREATE SEQUENCE IF NOT EXISTS memory_ids MAXVALUE 9007199254740992",
+        "CREATE SEQUENCE IF NOT EXISTS audit_ids",
+        f"""CREATE TABLE memories (
+            project text NOT NULL,
+            id bigint NOT NULL,
+            lineage_id bigint NOT NULL,
+            version integer NOT NULL,
+            parent_id bigint,
+            is_latest boolean NOT NULL,
+            status text NOT NULL,
+            content text NOT NULL,
+            title text,
+            subject text,
+            predicate text,
+            object text,
+            key text,
+            tier text NOT NULL,
+            kind text NOT NULL,
+            agent text,
+            session text,
+            source text NOT NULL,
+            source_ref text,
+            source_ids bigint[],
+            salience double precision NOT NULL,
+            confidence double precision NOT NULL,
+            reinforcements integer NOT NULL,
+            accesses integer NOT NULL,
+            pinned boolean NOT NULL,
+            created_at timestamptz NOT NULL,
+            valid_from timestamptz NOT NULL,
+            valid_to timestamptz,
+            expires_at timestamptz,
+            last_reinforced_at timestamptz NOT NULL,
+            last_accessed_at timestamptz,
+            superseded_by bigint,
+            superseded_at timestamptz,
+            supersede_reason text,
+            supersede_similarity double precision,
+            content_hash text NOT NULL,
+            archived_at timestamptz,
+            deleted_at timestamptz,
+            status_reason text,
+            norm_hash text NOT NULL,
+            slot text,
+            doc text,
+            search tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_CONFIG}', coalesce(doc, ''))) STORED,
+            embedding vector({int(dim)}),
+            PRIMARY KEY (project, id)
+        )""",
+        "CREATE INDEX memories_by_id ON memories (id)",
+        "CREATE INDEX memories_by_lineage ON memories (project, lineage_id, version)",
+        f"CREATE INDEX memories_by_key ON memories (project, key) WHERE {CURRENT} AND key IS NOT NULL",
+        f"CREATE INDEX memories_by_slot ON memories (project, slot) WHERE {CURRENT} AND slot IS NOT NULL",
+        f"CREATE INDEX memories_by_norm ON memories (project, norm_hash) WHERE {CURRENT}",
+        f"CREATE INDEX memories_current ON memories (project, id) WHERE {CURRENT}",
+        f"CREATE INDEX memories_search ON memories USING gin (search) WHERE {CURRENT}",
+        f"CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) WHERE {CURRENT}",
+        """CREATE TABLE embeddings (
+            project text NOT NULL,
+            content_hash text NOT NULL,
+            model text NOT NULL,
+            vector real[] NOT NULL,
+            PRIMARY KEY (project, content_hash, model)
+        )""",
+        "CREATE INDEX embeddings_by_hash ON embeddings (content_hash, model)",
+        """CREATE TABLE links (
+            project text NOT NULL,
+            src_id bigint NOT NULL,
+            dst_id bigint NOT NULL,
+            kind text NOT NULL,
+            created_at timestamptz NOT NULL
+        )""",
+        "CREATE INDEX links_by_src ON links (project, src_id)",
+        "CREATE INDEX links_by_dst ON links (project, dst_id)",
+        """CREATE TABLE audit (
+            project text NOT NULL,
+            id bigint NOT NULL,
+            created_at timestamptz NOT NULL,
+            action text NOT NULL,
+            actor text NOT NULL,
+            memory_id bigint,
+            lineage_id bigint,
+            affected integer NOT NULL,
+            reason text,
+            details text,
+            PRIMARY KEY (project, id)
+        )""",
+        "CREATE INDEX audit_by_id ON audit (id)",
+        """CREATE TABLE provider_cache (
+            prompt_hash text PRIMARY KEY,
+            model text NOT NULL,
+            reply text NOT NULL,
+            created_at timestamptz NOT NULL
+        )""",
+    ]
+
+
+def migrate(conn: Any, dim: int, model: str) -> int:
+    """Create the schema in an empty database, or check the one there; returns its version.
+
+    Runs under an advisory lock, so nodes starting together create it once. The embedding
+    dimension is fixed at creation (pgvector's HNSW index needs it): a database made for
+    another model is refused, not changed."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(4242001)")
+        conn.execute(META)
+        rows = dict(conn.execute("SELECT name, value FROM agentmem_meta").fetchall())
+        if not rows:
+            for sql in statements(dim):
+                conn.execute(sql)
+            conn.execute(
+                "INSERT INTO agentmem_meta VALUES ('schema_version', %s), ('model', %s), ('dim', %s)",
+                [str(SCHEMA_VERSION), model, str(dim)],
+            )
+            return SCHEMA_VERSION
+    have = int(rows["schema_version"])
+    if have > SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"this database has agentmem schema version {have}, but this agentmem knows only up to "
+            f"{SCHEMA_VERSION}: upgrade agentmem to use it (nothing was changed)"
+        )
+    if int(rows["dim"]) != dim or rows["model"] != model:
+        raise StoreError(
+            f"this database holds {rows['dim']}-dimensional embeddings of {rows['model']!r}, and this node "
+            f"embeds with {model!r} ({dim} dimensions): start it with the database's model"
+        )
+    return have

@@ -1,0 +1,385 @@
+"""The PostgreSQL store of record: the DuckDB store's queries and writes on a database many nodes share.
+
+A unit decides inside one database transaction (`open_unit`): its reads of current versions
+take the locks that make a decision hold across nodes (`agentmem.postgres.current`), and the
+commit writes the versions, retires the old ones, refreshes the search documents and the
+vectors of the versions it made current, and writes the audit, all in that transaction. There
+is no outbox to replay: the search indexes are the database's own, and they change with the
+rows. A deadlock or a lock timeout rolls the transaction back and is raised as
+`RetryConflict`: the engine's writer runs the batch again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import msgspec
+import numpy as np
+import psycopg
+import psycopg.errors
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from agentmem.audit import AuditEntry
+from agentmem.documents import doc_text
+from agentmem.errors import StoreError
+from agentmem.filters import Filter
+from agentmem.postgres import schema
+from agentmem.postgres.current import Current
+from agentmem.records import MAX_ID, Link, MemoryVersion
+from agentmem.store import COLUMNS, RetryConflict, StoreOfRecord, filter_sql, to_version, version_row
+from agentmem.text import identity, sha256, slot_of
+from indexes.docs import OutboxEntry, OutboxOp
+
+_RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable, psycopg.errors.SerializationFailure)
+_NAMES = COLUMNS + ("norm_hash", "slot")
+_INSERT = f"INSERT INTO memories ({', '.join(_NAMES)}) VALUES ({', '.join(['%s'] * len(_NAMES))})"
+_AUDIT_COLUMNS = ("project", "id", "created_at", "action", "actor", "memory_id", "lineage_id", "affected", "reason",
+                  "details")  # fmt: skip
+_encode = msgspec.json.Encoder().encode
+
+
+def sql(text: str) -> str:
+    """A query written with `?` placeholders (as `agentmem.store` writes them) for psycopg."""
+    return text.replace("%", "%%").replace("?", "%s")
+
+
+def _connect_setup(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("SET TIME ZONE 'UTC'")
+    conn.execute("SET hnsw.iterative_scan = strict_order")  # a project filter still yields k rows
+    conn.execute("SET lock_timeout = '30s'")  # a lock held that long is a stuck node: roll back, retry
+    register_vector(conn)
+    conn.commit()
+
+
+class Tx:
+    """One unit's database transaction: its connection, the vectors it brings, its locks."""
+
+    def __init__(self, store: PgStore) -> None:
+        self.store = store
+        self.conn = store.pool.getconn()
+        self.vectors: dict[str, np.ndarray] = {}  # by content hash: what this unit's versions are indexed by
+        self.current = Current(self)
+        self.done = False
+
+    def run(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A statement in this transaction (`?` placeholders); its rows, if it returns any."""
+        try:
+            cur = self.conn.execute(sql(text), list(params))  # type: ignore[arg-type]
+        except _RETRY as exc:
+            self.end(commit=False)
+            raise RetryConflict(str(exc)) from exc
+        return cur.fetchall() if cur.description is not None else []
+
+    def allocate_id(self) -> int:
+        nid = int(self.run("SELECT nextval('memory_ids')")[0][0])
+        if nid > MAX_ID:
+            raise StoreError(f"the id space is used up: ids go up to 2**53, and {nid - 1} is taken")
+        return nid
+
+    def end(self, *, commit: bool) -> None:
+        """Commit or roll back, and give the connection back (once)."""
+        if self.done:
+            return
+        self.done = True
+        try:
+            if commit:
+                self.conn.commit()
+            else:
+                self.conn.rollback()
+        finally:
+            self.store.pool.putconn(self.conn)
+
+
+class PgStore(StoreOfRecord):
+    """One PostgreSQL database (a URL psycopg accepts), shared by every node."""
+
+    shared = True
+
+    def __init__(self, url: str, *, model: str, dim: int, pool_size: int = 8) -> None:
+        self.url = url
+        self.model = model
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=30) as conn:
+                self.schema_version = schema.migrate(conn, dim, model)  # before the pool: it makes `vector`
+            self.pool = ConnectionPool(
+                url, min_size=1, max_size=pool_size, configure=_connect_setup, open=True, timeout=30
+            )
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot use the database: {exc}") from exc
+        except Exception:
+            if hasattr(self, "pool"):
+                self.pool.close()
+            raise
+        self._local = threading.local()
+
+    # -- connections -------------------------------------------------------
+
+    def _rows(self, sql_text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.query(sql_text, params)
+
+    def query(self, sql_text: str, params: Sequence[Any] = (), *, autocommit: bool = False) -> list[tuple[Any, ...]]:
+        """One statement outside any unit (`?` placeholders): it sees every committed write, on
+        every node. `autocommit` for what runs outside a transaction (VACUUM, REINDEX CONCURRENTLY)."""
+        with self.pool.connection() as conn:
+            if autocommit:
+                conn.autocommit = True
+            try:
+                cur = conn.execute(sql(sql_text), list(params))  # type: ignore[arg-type]
+                return cur.fetchall() if cur.description is not None else []
+            finally:
+                if autocommit:
+                    conn.autocommit = False
+
+    def open_unit(self) -> Tx:
+        return Tx(self)
+
+    def abort(self, session: Any) -> None:
+        if isinstance(session, Tx):
+            session.end(commit=False)
+
+    @contextmanager
+    def transaction(self, session: Any = None) -> Iterator[Tx]:
+        tx = session if isinstance(session, Tx) else Tx(self)
+        try:
+            yield tx
+            tx.conn.commit()
+        except _RETRY as exc:
+            tx.end(commit=False)
+            raise RetryConflict(str(exc)) from exc
+        except BaseException:
+            tx.end(commit=False)
+            raise
+        tx.end(commit=True)
+
+    def allocate_id(self) -> int:
+        return int(self.scalar("SELECT nextval('memory_ids')"))
+
+    def reserve_ids_through(self, max_id: int) -> None:
+        self._rows(
+            "SELECT setval('memory_ids', greatest(?, (SELECT last_value FROM memory_ids)))", [max(1, int(max_id))]
+        )
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def checkpoint(self) -> bool:
+        return True  # PostgreSQL checkpoints on its own
+
+    def prune_outbox(self, upto: int) -> None:
+        return None  # no outbox: the search indexes change with the rows
+
+    def outbox_after(self, seq: int, limit: int) -> list[OutboxEntry]:
+        return []
+
+    # -- writes (inside transaction()) -------------------------------------
+
+    def put_embeddings(
+        self, conn: Any, hashes: Sequence[str], model: str, vectors: np.ndarray, *, new: bool = False
+    ) -> None:
+        """Vectors by content hash: kept with the unit, stored per project with the versions that use them."""
+        if isinstance(conn, Tx):
+            for h, v in zip(hashes, vectors, strict=True):
+                conn.vectors.setdefault(h, np.asarray(v, dtype=np.float32))
+            return
+        raise StoreError("embeddings are stored with a unit's versions on PostgreSQL")
+
+    def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None:
+        tx: Tx = conn
+        if not versions:
+            return
+        rows = [version_row(v, sha256(identity(v.content)), _slot(v)) for v in versions]
+        with tx.conn.cursor() as cur:
+            cur.executemany(_INSERT, rows)
+        pairs = {(v.project, v.content_hash) for v in versions if v.content_hash in tx.vectors}
+        if pairs:
+            with tx.conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO embeddings (project, content_hash, model, vector) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    [(p, h, self.model, tx.vectors[h].tolist()) for p, h in sorted(pairs)],
+                )
+                cur.executemany(
+                    "UPDATE memories SET embedding = %s WHERE project = %s AND id = %s",
+                    [(tx.vectors[v.content_hash], v.project, v.id) for v in versions if v.content_hash in tx.vectors],
+                )
+
+    def apply_updates(
+        self, conn: Any, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+    ) -> None:
+        """Each update in one statement; one made on a version the unit read as current holds only
+        if it still is (a unit reading outside the locks, e.g. a sweep, may have raced another node)."""
+        tx: Tx = conn
+        for memory_id, fields in updates.items():
+            sets = ", ".join(f"{name} = ?" for name in fields)
+            guard = f" AND {schema.CURRENT}" if memory_id in was_current else ""
+            changed = tx.run(
+                f"UPDATE memories SET {sets} WHERE id = ?{guard} RETURNING id", [*fields.values(), memory_id]
+            )
+            if guard and not changed:
+                tx.end(commit=False)
+                raise RetryConflict(f"memory {memory_id} was changed by another node meanwhile")
+
+    def erase(self, conn: Any, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]) -> None:
+        """Blank erased versions (their search document and vector too), and drop their stored
+        vectors unless a surviving version of the project has the very same text."""
+        tx: Tx = conn
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        tx.run(
+            f"UPDATE memories SET {sets}, doc = NULL, embedding = NULL WHERE id = ANY(?::bigint[])",
+            [*fields.values(), list(ids)],
+        )
+        tx.run(
+            "DELETE FROM embeddings e WHERE e.content_hash = ANY(?::text[]) AND NOT EXISTS (SELECT 1 FROM memories m "
+            "WHERE m.project = e.project AND m.content_hash = e.content_hash AND m.status <> 'deleted')",
+            [list(hashes)],
+        )
+
+    def add_links(self, conn: Any, links: Sequence[Link]) -> None:
+        """Each link in its source's project (a link never joins two projects)."""
+        tx: Tx = conn
+        if not links:
+            return
+        tx.run(
+            "INSERT INTO links (project, src_id, dst_id, kind, created_at) "
+            "SELECT m.project, l.src, l.dst, l.kind, l.at FROM unnest(?::bigint[], ?::bigint[], ?::text[], "
+            "?::timestamptz[]) AS l(src, dst, kind, at) JOIN memories m ON m.id = l.src",
+            [[x.src_id for x in links], [x.dst_id for x in links], [x.kind for x in links],
+             [x.created_at for x in links]],
+        )  # fmt: skip
+
+    def enqueue(self, conn: Any, ops: Sequence[tuple[OutboxOp, int]], at: datetime) -> int:
+        """What the embedded engine hands its indexes, done in the transaction: each version this
+        unit made current gets its search document (`documents.doc_text`) and its vector."""
+        tx: Tx = conn
+        upserts = sorted({i for op, i in ops if op == "upsert"})
+        if not upserts:
+            return 0
+        rows = tx.run(
+            "SELECT m.project, m.id, m.title, m.content, m.content_hash, m.embedding IS NULL, "
+            "(SELECT array_agg(o.content ORDER BY o.version) FROM memories o WHERE o.project = m.project "
+            "AND o.lineage_id = m.lineage_id AND o.status = 'superseded') "
+            f"FROM memories m WHERE m.id = ANY(?::bigint[]) AND m.{schema.CURRENT.replace(' AND ', ' AND m.')}",
+            [upserts],
+        )
+        with tx.conn.cursor() as cur:
+            for project, memory_id, title, content, content_hash, no_vector, history in rows:
+                doc = doc_text(title, content, history)
+                vector = tx.vectors.get(content_hash)
+                if vector is not None or not no_vector:
+                    cur.execute(
+                        "UPDATE memories SET doc = %s, embedding = coalesce(%s, embedding) "
+                        "WHERE project = %s AND id = %s",
+                        [doc, vector, project, memory_id],
+                    )
+                else:  # a vector stored before (in this project, or another with the same text)
+                    cur.execute(
+                        "UPDATE memories SET doc = %s, embedding = (SELECT e.vector::vector FROM embeddings e "
+                        "WHERE e.content_hash = %s AND e.model = %s ORDER BY e.project = %s DESC LIMIT 1) "
+                        "WHERE project = %s AND id = %s",
+                        [doc, content_hash, self.model, project, project, memory_id],
+                    )
+        return 0
+
+    def add_accesses(self, conn: Any, counts: dict[int, int], at: datetime) -> None:
+        tx: Tx = conn
+        tx.run(
+            "UPDATE memories SET accesses = accesses + v.n, last_accessed_at = ? "
+            "FROM (SELECT unnest(?::bigint[]) AS id, unnest(?::integer[]) AS n) v WHERE memories.id = v.id",
+            [at, list(counts), list(counts.values())],
+        )
+
+    def write_audit(self, conn: Any, entries: Sequence[AuditEntry]) -> list[int]:
+        """Entries in the caller's transaction; one that spans projects is filed under ''."""
+        tx: Tx = conn
+        if not entries:
+            return []
+        ids = [int(r[0]) for r in tx.run("SELECT nextval('audit_ids') FROM generate_series(1, ?)", [len(entries)])]
+        ids.sort()
+        with tx.conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO audit ({', '.join(_AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_AUDIT_COLUMNS))})",
+                [
+                    (e.project or "", i, e.created_at, e.action, e.actor, e.memory_id, e.lineage_id, e.affected,
+                     e.reason, _encode(e.details).decode() if e.details else None)
+                    for i, e in zip(ids, entries, strict=True)
+                ],
+            )  # fmt: skip
+        return ids
+
+    # -- reads PostgreSQL does its own way ------------------------------------
+
+    def audit_page(self, **query: Any) -> tuple[list[AuditEntry], int | None]:
+        entries, cursor = super().audit_page(**query)
+        return [msgspec.structs.replace(e, project=e.project or None) for e in entries], cursor
+
+    def versions_with_vectors(self, f: Filter, model: str) -> Iterator[tuple[MemoryVersion, list[float] | None]]:
+        where, params = filter_sql(f, "m")
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor(name="versions_with_vectors") as cur:
+            cur.execute(
+                sql(
+                    f"SELECT {cols}, e.vector FROM memories m LEFT JOIN embeddings e ON e.project = m.project "
+                    f"AND e.content_hash = m.content_hash AND e.model = ? WHERE {where} ORDER BY m.id"
+                ),
+                [model, *params],
+            )
+            while rows := cur.fetchmany(1000):
+                for r in rows:
+                    yield to_version(r[:-1]), (list(r[-1]) if r[-1] is not None else None)
+
+    def nearest(self, f: Filter, model: str, vector: np.ndarray, n: int) -> list[tuple[MemoryVersion, float]]:
+        """Exact cosine over the versions `f` selects (any status: `as_of` reads past versions too)."""
+        where, params = filter_sql(f, "m")
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        rows = self._rows(
+            f"SELECT {cols}, 1 - (m.embedding <=> ?::vector) AS score FROM memories m "
+            f"WHERE {where} AND m.embedding IS NOT NULL ORDER BY score DESC, m.id DESC LIMIT {int(n)}",
+            [np.asarray(vector, dtype=np.float32), *params],
+        )
+        return [(to_version(r[:-1]), float(r[-1])) for r in rows]
+
+    def word_matches(self, f: Filter, prefixes: Sequence[str], n: int) -> list[MemoryVersion]:
+        """As the DuckDB store's, without accent folding of the stored text (PostgreSQL's
+        `unaccent` is an extension the test server does not ship)."""
+        if not prefixes:
+            return []
+        where, params = filter_sql(f, "m")
+        patterns = [rf"\m{_regex_escape(p)}" for p in prefixes]
+        score = " + ".join(["(lower(m.content) ~ ?)::integer"] * len(patterns))
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        rows = self._rows(
+            f"SELECT {cols}, {score} AS score FROM memories m WHERE {where} AND ({score}) > 0 "
+            f"ORDER BY score DESC, m.id DESC LIMIT {int(n)}",
+            [*patterns, *params, *patterns],
+        )
+        return [to_version(r[:-1]) for r in rows]
+
+    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        if not hashes:
+            return {}
+        rows = self._rows(
+            "SELECT DISTINCT ON (content_hash) content_hash, vector FROM embeddings WHERE model = ? "
+            "AND content_hash = ANY(?::text[])",
+            [model, list(dict.fromkeys(hashes))],
+        )
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
+        self._rows(
+            "INSERT INTO provider_cache VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", [prompt_hash, model, reply, at]
+        )
+
+
+def _slot(v: MemoryVersion) -> str | None:
+    return slot_of(v.triple.subject, v.triple.predicate) if v.triple else None
+
+
+def _regex_escape(text: str) -> str:
+    """`text` as a literal in a PostgreSQL regular expression (ARE)."""
+    return "".join("\\" + c if not c.isalnum() and c != " " else c for c in text)

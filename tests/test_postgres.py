@@ -1,0 +1,262 @@
+"""The PostgreSQL backend's own guarantees: several nodes on one database decide as one.
+
+The behaviour suite runs on both backends through `BACKENDS` in its modules (see conftest.py);
+these tests are about what only a shared database has: more than one node (here, more than one
+`Memory` on the same database, each with its own pool of connections, as separate processes
+would have), search in the database, and moving a data directory into it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from agentmem import Memory
+from agentmem.config import Config
+from agentmem.errors import StoreBusyError, StoreError
+from agentmem.postgres.search import text_query
+from fakes import FakeEmbedder
+
+
+def _node(tmp_path: Path, name: str, url: str, **kwargs: object) -> Memory:
+    return Memory(tmp_path / name, embedder=FakeEmbedder(), database_url=url, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def nodes(tmp_path: Path, database_url: str):  # type: ignore[no-untyped-def]
+    opened = [_node(tmp_path, f"node{i}", database_url) for i in range(2)]
+    yield opened
+    for mem in opened:
+        mem.close()
+
+
+def _rows(url: str, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql, params or []).fetchall()  # type: ignore[arg-type]
+
+
+def test_a_write_on_one_node_is_read_and_searched_on_another(nodes: list[Memory]) -> None:
+    a, b = nodes
+    first = a.remember("The staging cluster answers on port 6443", project="ops", key="staging.port").memory
+    assert b.get(first.id).content == first.content
+    assert b.recall("staging cluster port", project="ops")[0].memory.id == first.id  # read your writes, on B
+    later = b.remember("The staging cluster answers on port 7443", project="ops", key="staging.port")
+    assert later.outcome == "superseded" and later.superseded_id == first.id  # B decided against A's write
+    hits = a.recall("staging cluster port", project="ops", k=5)
+    assert [h.memory.id for h in hits] == [later.memory.id]  # the old version left search on every node
+    assert [v.status for v in a.history(first.id)] == ["superseded", "active"]
+    assert a.check().ok and b.check().ok
+
+
+def test_writers_on_two_nodes_to_one_key_leave_one_current_version_and_a_full_chain(nodes: list[Memory]) -> None:
+    writers, each = 8, 6
+    acknowledged: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def write(n: int) -> None:
+        mem = nodes[n % len(nodes)]
+        for i in range(each):
+            try:
+                r = mem.remember(f"The release owner is person {n}-{i}", project="shop", key="release.owner")
+            except BaseException as exc:  # every write must be acknowledged: none may fail
+                errors.append(exc)
+                return
+            with lock:
+                acknowledged.append(r.memory.id)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(acknowledged) == writers * each
+    chain = nodes[0].history(acknowledged[0])
+    assert [v.version for v in chain] == list(range(1, len(chain) + 1))
+    assert {v.id for v in chain} == set(acknowledged)  # every acknowledged write is in the one chain
+    assert Counter(v.status for v in chain) == {"superseded": len(chain) - 1, "active": 1}
+    for old, new in zip(chain, chain[1:], strict=False):
+        assert old.superseded_by == new.id and new.parent_id == old.id
+    current = [v for v in chain if v.is_latest]
+    assert len(current) == 1 and current[0].id == chain[-1].id
+    assert nodes[1].live.by_key("shop", "release.owner").id == chain[-1].id  # type: ignore[union-attr]
+    assert nodes[0].check().ok
+
+
+def test_a_unit_that_read_outside_the_locks_cannot_retire_what_another_node_replaced(nodes: list[Memory]) -> None:
+    """A sweep reads the current versions without locks; if another node replaces one before the
+    sweep commits, the commit is refused whole (and a batch would be run again), never applied to
+    a version that is no longer current."""
+    a, b = nodes
+    old = a.remember("The cache TTL is 5 minutes", project="p", key="ttl").memory
+    with pytest.raises(StoreBusyError, match="another node"), a.engine.write() as w:
+        seen = a.live.get(old.id)
+        assert seen is not None
+        b.remember("The cache TTL is 10 minutes", project="p", key="ttl")  # meanwhile, on node B
+        w.retire([(seen, "archived", "retention")])
+    assert [v.status for v in a.history(old.id)] == ["superseded", "active"]
+    assert a.audit(actions=["archive"])[0] == [] and a.check().ok
+
+
+def test_the_same_new_text_on_two_nodes_is_stored_once(nodes: list[Memory]) -> None:
+    barrier = threading.Barrier(4)
+    outcomes: list[str] = []
+
+    def write(n: int) -> None:
+        barrier.wait()
+        outcomes.append(nodes[n % 2].remember("Deploys freeze on Fridays after noon", project="p").outcome)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["created", "reinforced", "reinforced", "reinforced"]
+    (m,) = nodes[0].live.values()
+    assert m.reinforcements == 3
+
+
+def test_projects_stay_apart(nodes: list[Memory]) -> None:
+    a, b = nodes
+    shop = a.remember("The database is Postgres 15", project="shop", key="db").memory
+    blog = b.remember("The database is SQLite", project="blog", key="db").memory
+    assert shop.lineage_id != blog.lineage_id  # the same key in another project never supersedes
+    assert [h.memory.id for h in a.recall("database", project="blog")] == [blog.id]
+    assert [h.memory.id for h in b.recall("database", project="shop")] == [shop.id]
+    report = a.delete(project="blog", reason="project closed")
+    assert report.ids == [blog.id]
+    assert a.get(shop.id).status == "active"
+    entries, _ = b.audit(projects=["shop"])
+    assert entries == []  # the delete is blog's
+    (entry,), _ = b.audit(projects=["blog"])
+    assert entry.action == "delete" and entry.project == "blog"
+    assert a.stats(["shop"]).latest_active == 1 and a.stats(["blog"]).latest_active == 0
+
+
+def test_governance_delete_leaves_no_text_in_rows_search_or_vectors(nodes: list[Memory], database_url: str) -> None:
+    a, b = nodes
+    v1 = a.remember("The vault password hint is zanzibarquokka", project="p", key="vault").memory
+    v2 = b.remember("The vault password hint is xylophonewombat", project="p", key="vault").memory
+    keep = a.remember("The vault lives in the basement", project="p").memory
+    vector = a.embedder.embed([v2.content])[0]
+    report = b.delete(lineages=[v2.id], reason="GDPR erasure request 17", actor="dpo")
+    assert report.versions == 2
+    for word in ("zanzibarquokka", "xylophonewombat"):
+        assert a.indexes.search_text(word, 10) == []
+        assert {h.memory.id for h in a.recall(word, project="p", k=10)} <= {keep.id}
+        found = _rows(
+            database_url,
+            "SELECT count(*) FROM memories WHERE content LIKE %s OR title LIKE %s OR key LIKE %s OR doc LIKE %s",
+            [f"%{word}%"] * 4,
+        )
+        assert found == [(0,)]
+    assert _rows(database_url, "SELECT count(*) FROM embeddings WHERE content_hash = ANY(%s)",
+                 [[v1.content_hash, v2.content_hash]]) == [(0,)]  # fmt: skip
+    assert _rows(database_url, "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND status = 'deleted'") == [
+        (0,)
+    ]
+    assert v2.id not in [i for i, _ in a.indexes.search_vector(vector, 10)]
+    assert [v.status for v in a.history(v1.id)] == ["deleted", "deleted"]  # the tombstones stay
+    (entry,), _ = a.audit(actions=["delete"])
+    assert (entry.actor, entry.affected, entry.reason) == ("dpo", 2, "GDPR erasure request 17")
+    assert a.check().ok
+
+
+def test_search_runs_in_the_database_over_current_versions_only(nodes: list[Memory], database_url: str) -> None:
+    a, _ = nodes
+    a.remember("The build cache bucket is amber-7", project="p", key="cache")
+    new = a.remember("The build cache bucket is cobalt-9", project="p", key="cache").memory
+    assert [i for i, _ in a.indexes.search_text("build cache bucket", 10, project="p")] == [new.id]
+    assert [i for i, _ in a.indexes.search_vector(a.embedder.embed(["build cache bucket"])[0], 10)] == [new.id]
+    # the words of the version it replaced still find it (its search document carries them)
+    assert [i for i, _ in a.indexes.search_text("amber", 10, project="p")] == []  # a dead value is not carried
+    indexes = dict(_rows(database_url, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories'"))
+    for name in ("memories_search", "memories_embedding"):
+        assert "WHERE (is_latest AND (status = 'active'::text))" in str(indexes[name])
+    assert "USING gin" in str(indexes["memories_search"]) and "USING hnsw" in str(indexes["memories_embedding"])
+
+
+def test_every_table_carries_the_project_in_its_primary_key(database_url: str, tmp_path: Path) -> None:
+    _node(tmp_path, "n", database_url).close()
+    keys = dict(
+        _rows(
+            database_url,
+            "SELECT c.relname, pg_get_constraintdef(k.oid) FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid "
+            "WHERE k.contype = 'p' AND c.relname IN ('memories', 'embeddings', 'audit')",
+        )
+    )
+    assert all(str(v).startswith("PRIMARY KEY (project") for v in keys.values()) and len(keys) == 3
+    links = _rows(database_url, "SELECT column_name FROM information_schema.columns WHERE table_name = 'links'")
+    assert ("project",) in links
+
+
+def test_a_database_made_for_another_model_is_refused(database_url: str, tmp_path: Path) -> None:
+    _node(tmp_path, "n", database_url).close()
+
+    class Other(FakeEmbedder):
+        name = "other-model"
+        dim = 32
+
+    with pytest.raises(StoreError, match="other-model"):
+        Memory(tmp_path / "m", embedder=Other(), database_url=database_url)
+
+
+def test_a_data_directory_moves_into_postgres_whole(tmp_path: Path, database_url: str) -> None:
+    with Memory(tmp_path / "local", embedder=FakeEmbedder()) as local:
+        old = local.remember("Standups are at 9:30", project="team", key="standup").memory
+        new = local.remember("Standups are at 10:00", project="team", key="standup").memory
+        evidence = local.remember("The retro is every other Friday", project="team", kind="event").memory
+        derived = local.remember("Retros happen biweekly", project="team", source_ids=[evidence.id]).memory
+        links = local.links(derived.id)
+        exported = list(local.export_lines())
+        before = {v.id: v for v in local.store.versions(local_scope())}
+        vectors = local.store.vectors([v.content_hash for v in before.values()], local.embedder.name)
+    with _node(tmp_path, "pg", database_url) as pg:
+        assert pg.import_lines(exported) == len(before)
+        after = {v.id: v for v in pg.store.versions(local_scope())}
+        assert after == before  # every version, with its ids, lineage, statuses and times
+        assert pg.links(derived.id) == links and len(links) == 1
+        moved = pg.store.vectors(list(vectors), pg.embedder.name)
+        assert set(moved) == set(vectors) and all(np.allclose(moved[h], vectors[h]) for h in vectors)
+        assert [h.memory.id for h in pg.recall("standups", project="team")][:1] == [new.id]
+        assert pg.history(old.id)[-1].id == new.id
+        nxt = pg.remember("Standups are at 10:15", project="team", key="standup")
+        assert nxt.superseded_id == new.id and nxt.memory.id > max(before)  # ids go on after the imported ones
+        assert pg.check().ok
+
+
+def local_scope():  # type: ignore[no-untyped-def]
+    from agentmem.filters import ALL
+
+    return ALL
+
+
+def test_text_queries_are_words_only() -> None:
+    assert text_query("port 3000 -- or 'x' & !y") == "port or 3000 or x or y"  # "or" itself is a stopword
+    assert text_query("!!!") == ""
+
+
+def test_config_carries_through_to_a_node(database_url: str, tmp_path: Path) -> None:
+    strict = Config(shortlist=5)
+    with _node(tmp_path, "n", database_url, config=strict) as mem:
+        assert mem.engine.config.shortlist == 5 and mem.engine.store.shared
+
+
+def test_the_database_url_comes_from_the_environment_or_the_config_file(tmp_path: Path) -> None:
+    from agentmem.errors import ValidationError
+    from api.settings import load
+
+    url = "postgresql://agentmem@db.internal/agentmem"
+    assert load(env={"AGENTMEM_DATABASE_URL": url}).database_url == url
+    config = tmp_path / "agentmem.toml"
+    config.write_text(f'database_url = "{url}"\n')
+    assert load(config, env={}).database_url == url
+    assert load(env={}).database_url == ""  # the data directory, as before
+    with pytest.raises(ValidationError, match="postgresql://"):
+        load(env={"AGENTMEM_DATABASE_URL": "mysql://db/agentmem"})
