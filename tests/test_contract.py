@@ -19,7 +19,7 @@ from servers import app_client
 from tests.test_api import ENV, TOKENS
 
 OPERATIONS = {
-    "remember", "revise", "observe", "recall", "context", "get", "history", "list_versions", "provenance",
+    "remember", "revise", "observe", "recall", "search", "context", "get", "history", "list_versions", "provenance",
     "stats", "check", "rebuild", "export_lines", "import_lines", "retention", "sweep", "restore", "pin",
     "delete", "audit", "consolidate", "end_session", "ingest_conversation", "ingest_notes", "ingest_code",
     "close",
@@ -35,8 +35,7 @@ def shape(fn: Any) -> list[tuple[str, str, str, str]]:
     """Each parameter's name, kind, default and annotation (evaluated, then written out), and the return's."""
     sig = inspect.signature(fn, eval_str=True)
     params = [
-        (p.name, p.kind.name, repr(p.default), inspect.formatannotation(p.annotation))
-        for p in sig.parameters.values()
+        (p.name, p.kind.name, repr(p.default), inspect.formatannotation(p.annotation)) for p in sig.parameters.values()
     ]
     return [*params, ("return", "", "", inspect.formatannotation(sig.return_annotation))]
 
