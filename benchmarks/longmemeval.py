@@ -362,7 +362,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--hits", type=Path, default=None, help="also write each question's hits, as done, to this .jsonl.gz"
     )
-    p.add_argument("--from-hits", type=Path, default=None, help="score the hits a --hits run wrote (no re-run)")
+    p.add_argument(
+        "--from-hits", default=None, help="score the hits that --hits runs wrote (comma separated files; no re-run)"
+    )
     p.add_argument(
         "--cuts", default=",".join(RUN_BY_DEFAULT), help="cuts to run, comma separated (default %(default)s)"
     )
@@ -373,6 +375,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.cuts = [c.strip() for c in args.cuts.split(",") if c.strip()]
     args.data = [Path(d.strip()) for d in args.data.split(",") if d.strip()]
+    if args.from_hits:
+        args.from_hits = [Path(d.strip()) for d in args.from_hits.split(",") if d.strip()]
     if unknown := set(args.cuts) - set(CUTS):
         p.error(f"unknown cuts: {', '.join(sorted(unknown))}")
     if DEFAULT_CUT not in args.cuts:
@@ -407,19 +411,32 @@ def rank_and_score(rec: dict[str, Any]) -> dict[str, Any]:
             "scores": {s: scores(r, rec["answers"]) for s, r in rankings.items()}}  # fmt: skip
 
 
-def read_hits(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The question records of a --hits file and its closing line (the run's command and timing)."""
-    records, meta = [], {}
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            if "meta" in row:
-                meta = row["meta"]
-            else:
-                records.append(row)
-    if not meta:
-        raise SystemExit(f"{path} has no closing line: the run that wrote it did not finish")
-    return records, meta
+def read_hits(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The question records of --hits files and their closing lines (each run's command and timing)
+    merged: runs over different parts (one process each) are scored as one."""
+    records: list[dict[str, Any]] = []
+    metas: list[dict[str, Any]] = []
+    for path in paths:
+        meta = None
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                if "meta" in row:
+                    meta = row["meta"]
+                else:
+                    records.append(row)
+        if meta is None:
+            raise SystemExit(f"{path} has no closing line: the run that wrote it did not finish")
+        metas.append(meta)
+    merged = {
+        "command": " && ".join(m["command"] for m in metas),
+        "data": [d for m in metas for d in m["data"]],
+        "questions": sum(m["questions"] for m in metas),
+        "embedding_seconds": round(sum(m["embedding_seconds"] for m in metas), 1),
+        "texts_embedded": sum(m["texts_embedded"] for m in metas),
+        "total_seconds": round(sum(m["total_seconds"] for m in metas), 1),
+    }
+    return records, merged
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -431,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_info()
     if args.from_hits:
         records, meta = read_hits(args.from_hits)
-        command = f"{meta['command']}  # then scored again: {command}"
+        command = f"{meta['command']} && {command}"
     else:
         records, meta = collect(args, command)
     per_q = [rank_and_score(r) for r in records]
