@@ -17,7 +17,19 @@ from agentmem.errors import (
 from agentmem.kinds import KindSpec
 from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.memory import Memory
-from agentmem.records import Hit, Link, MemoryVersion, NearDuplicate, NewMemory, RememberResult, Stats, Triple
+from agentmem.records import (
+    Hit,
+    Link,
+    MemoryVersion,
+    NearDuplicate,
+    NewMemory,
+    Recalled,
+    RememberResult,
+    Stats,
+    TimeRange,
+    TimeWindow,
+    Triple,
+)
 from agentmem.retention import Retention, RetentionPolicy
 
 __version__ = "0.1.0"
@@ -39,6 +51,7 @@ __all__ = [
     "NearDuplicate",
     "NewMemory",
     "NotFoundError",
+    "Recalled",
     "RememberResult",
     "Retention",
     "RetentionPolicy",
@@ -47,6 +60,8 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "SweepReport",
+    "TimeRange",
+    "TimeWindow",
     "Triple",
     "ValidationError",
 ]

@@ -71,6 +71,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     q.add_argument("--tier", action="append", default=[])
     q.add_argument("--kind", action="append", default=[])
     q.add_argument("--as-of")
+    q.add_argument("--time-range", help="boost memories from then: 'last week', 'in March', or START/END in ISO 8601")
 
     for name, text in (("get", "show one version"), ("history", "show every version of a memory's lineage")):
         c = sub.add_parser(name, help=text)
@@ -210,6 +211,7 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
                 tiers=args.tier,
                 kinds=args.kind,
                 as_of=args.as_of,
+                time_range=args.time_range,
             )
             _out(args, hits, _hits_text(hits))
         elif cmd == "get":

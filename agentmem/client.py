@@ -24,7 +24,7 @@ from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Pro
 from agentmem.context import Context
 from agentmem.errors import ServiceUnavailableError, ValidationError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Stats
+from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention
 from agentmem.validate import as_new_memory
 from indexes.sync import Consistency
@@ -49,10 +49,6 @@ def serving(ready: httpx.Response) -> bool:
         return ready.json().get("state", "ready") != "starting"  # type: ignore[no-any-return]
     except ValueError:
         return False
-
-
-class _Hits(msgspec.Struct):
-    hits: list[Hit]
 
 
 class _Observed(msgspec.Struct):
@@ -155,10 +151,27 @@ class Client:
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
+        time_range: TimeRange | dict[str, Any] | str | None = None,
     ) -> list[Hit]:
+        return self.search(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, as_of=as_of,
+                           time_range=time_range).hits  # fmt: skip
+
+    def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        k: int = 10,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+        as_of: datetime | str | None = None,
+        time_range: TimeRange | dict[str, Any] | str | None = None,
+    ) -> Recalled:
+        span = None if time_range is None else msgspec.to_builtins(time_range)
         body = {"query": query, "k": k, "project": project, "agent": agent, "tiers": list(tiers), "kinds": list(kinds),
-                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of}  # fmt: skip
-        return self._call("POST", "/v1/recall", _Hits, json=_given(body)).hits  # type: ignore[no-any-return]
+                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of, "time_range": span}  # fmt: skip
+        return self._call("POST", "/v1/recall", Recalled, json=_given(body))  # type: ignore[no-any-return]
 
     def context(
         self,

@@ -24,7 +24,7 @@ from agentmem.audit import AuditEntry
 from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Stats
+from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention
 from indexes.sync import Consistency
 
@@ -52,7 +52,20 @@ class MemoryAPI(Protocol):
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
+        time_range: TimeRange | dict[str, Any] | str | None = None,
     ) -> list[Hit]: ...
+    def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        k: int = 10,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+        as_of: datetime | str | None = None,
+        time_range: TimeRange | dict[str, Any] | str | None = None,
+    ) -> Recalled: ...
     def context(
         self,
         query: str,

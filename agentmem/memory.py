@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from agentmem import admission, audit, lifecycle, transfer, validate, writes
+from agentmem import admission, audit, lifecycle, timewindow, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
@@ -30,7 +30,7 @@ from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
 from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse
-from agentmem.records import Hit, Link, MemoryVersion, NewMemory, RememberResult, Stats
+from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention, retention
 from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
@@ -104,6 +104,7 @@ class Memory:
 
     def warm_up(self) -> bool:
         """Load the embedding model now (a server calls this at startup); False, and degraded, if it cannot."""
+        timewindow.warm_up()
         try:
             self.embedder.embed(["warm up"])
         except IndexFailure as exc:
@@ -203,10 +204,34 @@ class Memory:
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
+        time_range: TimeRange | dict[str, Any] | str | None = None,
     ) -> list[Hit]:
         """The k memories that best answer `query`: hybrid search, then ranked by currentness.
 
-        With `as_of`, answers from DuckDB over every version that was valid at that time.
+        With `as_of`, answers from DuckDB over every version that was valid at that time. Time named in
+        the query ("last Saturday", "in March"), or an explicit `time_range`, boosts the memories whose
+        valid_from falls in that window (see `search`, which also says which window it understood).
+        """
+        return self.search(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, as_of=as_of,
+                           time_range=time_range).hits  # fmt: skip
+
+    def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        k: int = 10,
+        agent: str | None = None,
+        tiers: Sequence[str] = (),
+        kinds: Sequence[str] = (),
+        as_of: datetime | str | None = None,
+        time_range: TimeRange | dict[str, Any] | str | None = None,
+    ) -> Recalled:
+        """Recall, with the time window it understood and what it did without (see agentmem.timewindow).
+
+        `time_range`: {start, end} (ISO 8601, either open), an interval "2023-03-01/2023-04-01", or a
+        phrase ("last week"), resolved against the clock (or `as_of`); without it, the query's own time
+        expressions are used. The window boosts, it never filters.
         """
         query = validate.content(query, self.config, "query")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.config.max_k:
@@ -216,6 +241,7 @@ class Memory:
         tiers = validate.choices(tiers, TIERS, "tier")
         kinds = validate.choices(kinds, self.config.kinds, "kind")
         when = validate.utc(as_of, "as_of")
+        window = timewindow.understand(query, time_range, when or self.clock())
         if when is not None:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds))  # fmt: skip
@@ -224,7 +250,8 @@ class Memory:
                 self._vector_error = None
             n = max(self.config.recall_candidates, 4 * k)
             found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, scope)
-            return fuse(*found, now=when, k=k, weights=self.config.weights, kinds=self.config.kinds)
+            hits = fuse(*found, now=when, k=k, weights=self.config.weights, kinds=self.config.kinds, window=window)
+            return Recalled(hits=hits, window=window, degraded=self.degraded)
         self.engine.refresh()  # read your writes: every acknowledged change is searchable
         n = max(self.config.recall_candidates, 4 * k)
         text_hits = self.indexes.search_text(
@@ -254,11 +281,10 @@ class Memory:
         ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
         current = self.live.many(ids)
         candidates = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
-        hits = fuse(
-            candidates, text_hits, vector_hits, now=now, k=k, weights=self.config.weights, kinds=self.config.kinds
-        )
+        hits = fuse(candidates, text_hits, vector_hits, now=now, k=k, weights=self.config.weights,
+                    kinds=self.config.kinds, window=window)  # fmt: skip
         self.engine.note_access([h.memory.id for h in hits])
-        return hits
+        return Recalled(hits=hits, window=window, degraded=self.degraded)
 
     def context(
         self,

@@ -23,6 +23,7 @@ class Weights(msgspec.Struct, frozen=True):
     salience: float = 0.25
     recency: float = 0.25
     recency_half_life_days: float = 90.0
+    time: float = 0.5  # a time window's boost: score x (1 + time x fit), fit 1 inside the window (agentmem.timewindow)
 
 
 def rrf(ranks: list[int | None]) -> float:

@@ -6,15 +6,17 @@ import os
 from collections.abc import Iterable
 from datetime import datetime
 
+import msgspec
 import numpy as np
 
 from agentmem.filters import Filter
 from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Weights, score
-from agentmem.records import Hit, MemoryVersion
+from agentmem.records import Hit, MemoryVersion, TimeWindow
 from agentmem.store import StoreOfRecord
 from agentmem.supersede import STOPWORDS
 from agentmem.text import folded_words, stem, tokens
+from agentmem.timewindow import fit
 
 Ranked = list[tuple[int, float]]  # (id, raw score), best first
 
@@ -28,8 +30,10 @@ def fuse(
     k: int,
     weights: Weights,
     kinds: dict[str, KindSpec] = KINDS,
+    window: TimeWindow | None = None,
 ) -> list[Hit]:
-    """Score each candidate from its place in both lists and its currentness; the best k, best first."""
+    """Score each candidate from its place in both lists and its currentness, boosted by how well its
+    valid_from fits the time `window` when there is one; the best k, best first."""
     bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
     vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
     best = (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
@@ -38,6 +42,10 @@ def fuse(
         total, parts = score(
             m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights, kinds=kinds
         )
+        if window is not None:
+            f = fit(m.valid_from, window)
+            total *= 1.0 + weights.time * f
+            parts = msgspec.structs.replace(parts, time_fit=round(f, 6))
         hits.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
     hits.sort(key=lambda h: (-h.score, -h.memory.id))
     return hits[:k]

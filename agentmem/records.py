@@ -115,6 +115,7 @@ class ScoreParts(msgspec.Struct, frozen=True, kw_only=True):
     effective_confidence: float
     recency: float
     salience: float
+    time_fit: float | None = None  # how well valid_from falls in the recall's time window (1 = inside)
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):
@@ -153,3 +154,29 @@ class Stats(msgspec.Struct, frozen=True, kw_only=True):
     vector_docs: int
     schema_version: int
     embedding_model: str
+
+
+class TimeRange(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An explicit window over `valid_from` for recall: [start, end), either side may be left open."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+class TimeWindow(msgspec.Struct, frozen=True, kw_only=True):
+    """The window a recall understood, [start, end) in UTC with either side open (None), the words it
+    came from (`expression`), and whether they were in the query or an explicit `time_range`."""
+
+    start: datetime | None
+    end: datetime | None
+    source: Literal["query", "time_range"]
+    expression: str | None = None
+
+
+class Recalled(msgspec.Struct, frozen=True, kw_only=True):
+    """What one recall found: the hits, the time window it understood (None: no time named), and what
+    it did without (`degraded`, e.g. BM25 alone while the model is down)."""
+
+    hits: list[Hit]
+    window: TimeWindow | None = None
+    degraded: list[str] = []

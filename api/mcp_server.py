@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
+import msgspec
 from pydantic import Field
 
 from agentmem.contract import MemoryAPI
@@ -119,19 +120,32 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
             str | None,
             Field(description="ISO 8601 time, e.g. 2026-01-31T00:00:00Z: answer with what was valid then."),
         ] = None,
+        time_range: Annotated[
+            str | None,
+            Field(
+                description="When the memories should be from: a phrase ('last week', 'in March', 'two weeks ago') "
+                "or an ISO 8601 interval '2026-03-01/2026-04-01' ('..' for an open side). Without it, time named "
+                "in the query is used. It ranks memories from then higher; it never hides others."
+            ),
+        ] = None,
         project: ProjectArg = None,
     ) -> dict[str, Any]:
         """Search memories, best first: current ones only (superseded versions never come back), or with
         `as_of` the versions that were valid at that time. `has_history` marks memories that replaced older
-        versions; read them with `history`."""
+        versions; read them with `history`. `window` says which time window was understood, if any."""
 
         def run() -> dict[str, Any]:
-            hits = scoped.open().recall(query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of)
-            return {
+            found = scoped.open().search(query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of,
+                                         time_range=time_range)  # fmt: skip
+            reply: dict[str, Any] = {
                 "hits": [
-                    {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)} for h in hits
+                    {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)}
+                    for h in found.hits
                 ]
             }
+            if found.window is not None:
+                reply["window"] = msgspec.to_builtins(found.window)
+            return reply
 
         return call(run)
 

@@ -9,7 +9,7 @@ import msgspec
 
 from agentmem.admission.conversation import Message
 from agentmem.audit import AuditEntry
-from agentmem.records import Hit, MemoryVersion, Triple
+from agentmem.records import Hit, MemoryVersion, TimeRange, TimeWindow, Triple
 
 
 class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -61,12 +61,15 @@ class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     kinds: list[str] = []
     as_of: datetime | None = None
     include_history: bool = False
+    # {start, end}, an ISO 8601 interval "start/end" or a phrase ("last week"); else the query's own time
+    time_range: TimeRange | str | None = None
 
 
 class RecallReply(msgspec.Struct, frozen=True, kw_only=True):
     hits: list[Hit]
     history: dict[str, list[MemoryVersion]] = {}
     degraded: list[str] = []  # e.g. the embedding model is down: these hits come from BM25 alone
+    window: TimeWindow | None = None  # the time window recall understood and boosted (None: no time named)
 
 
 class ContextRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

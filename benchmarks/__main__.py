@@ -33,6 +33,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "concurrency": ("benchmarks.concurrency", "writes and reads under 1-16 clients: working tree vs a baseline commit",
                     "25 min"),
     "lifecycle": ("benchmarks.lifecycle", "archive sweep of half of 100k and recall before/after", "15 min"),
+    "time_parsing": ("benchmarks.time_parsing", "what understanding time in a query costs recall, per parser",
+                     "1 min"),
     "admission": ("benchmarks.admission", "LoCoMo through the admission policy: admitted, rejected, evidence covered",
                   "5 min"),
 }  # fmt: skip

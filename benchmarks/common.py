@@ -37,6 +37,7 @@ DEFAULT_DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 RESULTS = Path(__file__).resolve().parent / "results"
 LONGMEMEVAL = "longmemeval_s_dev50.jsonl.gz"
+LONGMEMEVAL_B = "longmemeval_s_dev150b.jsonl.gz"  # 150 more questions, none in dev50
 LOCOMO = "locomo10.json"
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")

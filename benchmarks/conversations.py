@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import tantivy
@@ -167,21 +168,52 @@ def evidence_recall(ranked: Sequence[str], evidence: Iterable[str], k: int) -> t
 
 # -- from memory hits to sessions ---------------------------------------------------
 
-ROLLUPS = ("max", "sum3", "decay")
+ROLLUPS = ("max", "sum3", "decay", "rrf", "rrf+max", "rrf-whole+max")
+# Session-level fusion (see roll_up): which session rankings each rrf roll-up fuses.
+SESSION_LISTS = {
+    "rrf": ("bm25", "vector"),
+    "rrf+max": ("bm25", "vector", "score"),
+    "rrf-whole+max": ("bm25_whole", "vector_turns", "score"),
+}
 
 
-def roll_up(hits: Sequence[tuple[str, float]], how: str = "max") -> list[str]:
+class SessionHit(NamedTuple):
+    """One recalled memory as the roll-ups see it: its session and score first (so that a plain
+    (session, score) pair serves too), then why it ranked: its place in each list, how well it fit
+    the recall's time window, and whether it is a whole session rather than one turn."""
+
+    session: str
+    score: float
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    time_fit: float | None = None
+    whole: bool = False
+
+    @classmethod
+    def of(cls, hit: Any, whole: bool) -> SessionHit:
+        p = hit.parts
+        return cls(hit.memory.session or "", hit.score, p.bm25_rank, p.vector_rank, p.time_fit, whole)
+
+
+def roll_up(hits: Sequence[tuple[str, float]] | Sequence[SessionHit], how: str = "max") -> list[str]:
     """Rank sessions from ranked memory hits (session, score), best first.
 
     max    a session scores its best hit (its first appearance in the list)
     sum3   the sum of its three best hits' scores: several matching turns add up
     decay  its hits' scores weighed 1, 1/2, 1/4, ... best first: the best hit counts most,
            further ones break ties and lift sessions with several good turns
+    rrf    fuse at the level of sessions, not memories: rank sessions by their best BM25 rank and by
+           their best vector rank (from each hit's parts), then reciprocal rank fusion of the two
+    rrf+max          the same with a third ranking, by best final score (currentness, time window)
+    rrf-whole+max    BM25 of the whole-session memory only, vectors of the turns only, and best score
     Ties keep the order of first appearance.
     """
+    if how in SESSION_LISTS:
+        return session_rrf([h if isinstance(h, SessionHit) else SessionHit(h[0], h[1]) for h in hits],
+                           SESSION_LISTS[how])  # fmt: skip
     per: dict[str, list[float]] = {}
-    for session, s in hits:
-        per.setdefault(session, []).append(s)
+    for h in hits:
+        per.setdefault(h[0], []).append(h[1])
     if how == "max":
         score = {k: max(v) for k, v in per.items()}
     elif how == "sum3":
@@ -192,6 +224,33 @@ def roll_up(hits: Sequence[tuple[str, float]], how: str = "max") -> list[str]:
         raise ValueError(f"unknown roll-up {how!r}: choose one of {', '.join(ROLLUPS)}")
     first = {k: i for i, k in enumerate(per)}
     return sorted(per, key=lambda k: (-score[k], first[k]))
+
+
+def session_rrf(hits: Sequence[SessionHit], lists: Sequence[str]) -> list[str]:
+    """Sessions ranked by reciprocal rank fusion (k=60) of session rankings, each by one signal of its
+    hits: "bm25" / "vector" (the best rank among its hits in that list), "bm25_whole" (the rank of its
+    whole-session memory), "vector_turns" (the best rank among its turns), "score" (its best score)."""
+    first: dict[str, int] = {}
+    for i, h in enumerate(hits):
+        first.setdefault(h.session, i)
+    fused = dict.fromkeys(first, 0.0)
+    for signal in lists:
+        best: dict[str, float] = {}
+        for h in hits:
+            if signal == "score":
+                key = -h.score
+            elif signal in ("bm25", "bm25_whole"):
+                if h.bm25_rank is None or (signal == "bm25_whole" and not h.whole):
+                    continue
+                key = float(h.bm25_rank)
+            else:
+                if h.vector_rank is None or (signal == "vector_turns" and h.whole):
+                    continue
+                key = float(h.vector_rank)
+            best[h.session] = min(best.get(h.session, math.inf), key)
+        for rank, session in enumerate(sorted(best, key=lambda k: (best[k], first[k])), 1):
+            fused[session] += 1.0 / (RRF_K + rank)
+    return sorted(first, key=lambda k: (-fused[k], first[k]))
 
 
 # -- the plain baseline -------------------------------------------------------------

@@ -55,6 +55,7 @@ from agentmem.ranking import Weights
 from benchmarks.common import (
     DEFAULT_DATA,
     LONGMEMEVAL,
+    LONGMEMEVAL_B,
     RESULTS,
     command_line,
     machine_info,
@@ -72,6 +73,7 @@ from benchmarks.conversations import (
     CachedEmbedder,
     Clock,
     SessionBM25,
+    SessionHit,
     VectorCache,
     cosine_ranking,
     mean,
@@ -86,6 +88,7 @@ from indexes.embed import SentenceTransformerEmbedder
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
 DEFAULT_CUT, DEFAULT_ROLLUP, DEFAULT_KIND = "user-turns+session", "max", "event"
+DEFAULT_SYSTEM = f"{DEFAULT_CUT} [{DEFAULT_KIND}] / {DEFAULT_ROLLUP}"  # Weights() as they are
 BASELINE = "baseline"
 PROJECT = "lme"
 PUBLISHED = {
@@ -109,22 +112,50 @@ NOTES = [
 ]
 
 
+# Recall settings asked of the same store, each a label and the Weights it changes (the default store
+# is asked once per setting): what time awareness adds, and the fusion blend, chosen by cross-validation.
+DEFAULT_WEIGHTS = Weights()
+VARIANTS: dict[str, dict[str, float]] = {
+    "time=0": {"time": 0.0},  # no time awareness: recall as before time windows
+    "time=0.25": {"time": 0.25},
+    "time=0.5": {"time": 0.5},
+    "time=1": {"time": 1.0},
+    "time=2": {"time": 2.0},
+    "fusion=0.25": {"fusion": 0.25},
+    "fusion=0.75": {"fusion": 0.75},
+}
+
+
 class Run:
     """One agentmem store per question: how sessions are cut into memories and their kind.
 
     `also_flat` asks the same store a second time with currentness weighting off
-    (Weights(currentness=0): relevance alone), to measure what decay and recency do.
+    (Weights(currentness=0): relevance alone), to measure what decay and recency do; `variants`
+    asks it once more for each named change of Weights (VARIANTS).
     """
 
-    def __init__(self, cut: str, kind: str = DEFAULT_KIND, also_flat: bool = False) -> None:
-        self.cut, self.kind, self.also_flat = cut, kind, also_flat
+    def __init__(
+        self, cut: str, kind: str = DEFAULT_KIND, also_flat: bool = False, variants: Sequence[str] = ()
+    ) -> None:
+        self.cut, self.kind, self.also_flat, self.variants = cut, kind, also_flat, tuple(variants)
 
     @property
     def name(self) -> str:
         return f"{self.cut} [{self.kind}]"
 
     def labels(self) -> list[str]:
-        return [self.name] + ([f"{self.cut} [{self.kind}, currentness=0]"] if self.also_flat else [])
+        return self.asks()[0]
+
+    def asks(self) -> tuple[list[str], list[Weights]]:
+        """Each label this run reports and the Weights its recall runs with."""
+        labels, weights = [self.name], [DEFAULT_WEIGHTS]
+        if self.also_flat:
+            labels.append(f"{self.cut} [{self.kind}, currentness=0]")
+            weights.append(msgspec.structs.replace(DEFAULT_WEIGHTS, currentness=0.0))
+        for v in self.variants:
+            labels.append(f"{self.cut} [{self.kind}, {v}]")
+            weights.append(msgspec.structs.replace(DEFAULT_WEIGHTS, **VARIANTS[v]))
+        return labels, weights
 
     def config(self) -> Config:
         return Config(max_content_chars=10_000_000)  # whole sessions can run past the 32k default
@@ -133,12 +164,18 @@ class Run:
 # -- data -----------------------------------------------------------------------------
 
 
-def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise SystemExit(f"data file not found: {path} (use --data)")
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        items = [json.loads(line) for line in f if line.strip()]
-    return items[:limit] if limit else items
+def load(paths: Sequence[Path], limit: int | None) -> list[dict[str, Any]]:
+    """The questions of each file, each tagged with its part (`half`: the file's name without
+    `longmemeval_s_` and `.jsonl.gz`); `limit` keeps the first N of each file."""
+    items: list[dict[str, Any]] = []
+    for path in paths:
+        if not path.exists():
+            raise SystemExit(f"data file not found: {path} (use --data)")
+        part = path.name.removesuffix(".jsonl.gz").removeprefix("longmemeval_s_")
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            these = [json.loads(line) | {"half": part} for line in f if line.strip()]
+        items += these[:limit] if limit else these
+    return items
 
 
 def parse_date(s: str) -> datetime:
@@ -183,12 +220,12 @@ def texts_to_embed(items: list[dict[str, Any]], cuts: Sequence[str]) -> list[str
 
 def agentmem_hits(
     q: dict[str, Any], run: Run, embedder: CachedEmbedder, work: Path
-) -> tuple[dict[str, list[tuple[str, float]]], dict[str, float]]:
-    """Fill a fresh Memory with the question's haystack, recall with the question: (session, score) hits
-    for each of the run's labels, and the timing."""
+) -> tuple[dict[str, list[SessionHit]], dict[str, Any]]:
+    """Fill a fresh Memory with the question's haystack, recall with the question: hits naming their
+    sessions for each of the run's labels, and the timing (and the time window recall understood)."""
     path = Path(tempfile.mkdtemp(prefix="q-", dir=work))
     clock = Clock(parse_date(q["question_date"]))
-    timing: dict[str, float] = {}
+    timing: dict[str, Any] = {}
     try:
         t0 = time.perf_counter()
         with Memory(path, embedder=embedder, config=run.config(), clock=clock) as mem:
@@ -213,15 +250,20 @@ def agentmem_hits(
                     mem.observe(batch)
                     n += len(batch)
             clock.now = parse_date(q["question_date"])
-            t1 = time.perf_counter()
             k = min(n, mem.config.max_k)  # every memory: the roll-up sees the whole ranking
-            hits = {run.name: mem.recall(q["question"].strip(), project=PROJECT, k=k)}
-            t2 = time.perf_counter()
-            if run.also_flat:
-                mem.config = msgspec.structs.replace(mem.config, weights=Weights(currentness=0.0))
-                hits[run.labels()[1]] = mem.recall(q["question"].strip(), project=PROJECT, k=k)
-        timing = {"ingest": t1 - t0, "recall": t2 - t1, "memories": n}
-        return {label: [(h.memory.session or "", h.score) for h in hs] for label, hs in hits.items()}, timing
+            wholes = {session_text(s) for s in q["haystack_sessions"]}
+            labels, weights = run.asks()
+            hits: dict[str, list[SessionHit]] = {}
+            t1 = time.perf_counter()
+            for i, (label, w) in enumerate(zip(labels, weights, strict=True)):
+                mem.config = msgspec.structs.replace(mem.config, weights=w)
+                found = mem.search(q["question"].strip(), project=PROJECT, k=k)
+                if i == 0:
+                    t2, window = time.perf_counter(), found.window
+                hits[label] = [SessionHit.of(h, h.memory.content in wholes) for h in found.hits]
+        timing = {"ingest": t1 - t0, "recall": t2 - t1, "memories": n,
+                  "window": None if window is None else window.expression}  # fmt: skip
+        return hits, timing
     finally:
         shutil.rmtree(path, ignore_errors=True)
 
@@ -257,6 +299,31 @@ def scores(ranked: list[str], relevant: list[str]) -> dict[str, float]:
 # -- the whole run -----------------------------------------------------------------------
 
 
+def cross_validate(
+    per_q: list[dict[str, Any]], candidates: list[str], default: str, halves: list[str]
+) -> dict[str, Any]:
+    """Two-fold cross-validation over the parts: the candidate with the best NDCG@10 (then R@5) on
+    one part, scored on the other, against the default and the baseline there. A choice is worth
+    keeping only if the pick of each part wins on the other one too."""
+    if len(halves) != 2 or not candidates:
+        return {}
+
+    def on(system: str, half: str) -> dict[str, float]:
+        return summarise([r for r in per_q if r["half"] == half], system)["overall"]
+
+    folds: list[dict[str, Any]] = []
+    for pick_on, test_on in ((halves[0], halves[1]), (halves[1], halves[0])):
+        best = max(candidates, key=lambda s: (on(s, pick_on)["ndcg10"], on(s, pick_on)["r5"]))
+        folds.append({"chosen_on": pick_on, "tested_on": test_on, "choice": best, "choice_on_train": on(best, pick_on),
+                      "choice_on_test": on(best, test_on), "default_on_test": on(default, test_on),
+                      "baseline_on_test": on(BASELINE, test_on)})  # fmt: skip
+    spread = {
+        s: {m: round(on(s, halves[0])[m] - on(s, halves[1])[m], 1) for m in ("r5", "ndcg10")}
+        for s in [default, BASELINE, *(f["choice"] for f in folds)]
+    }
+    return {"metric": "ndcg10, then r5", "folds": folds, "spread_between_parts": spread}
+
+
 def summarise(per_q: list[dict[str, Any]], system: str) -> dict[str, Any]:
     types = sorted({r["type"] for r in per_q})
 
@@ -273,7 +340,11 @@ def summarise(per_q: list[dict[str, Any]], system: str) -> dict[str, Any]:
 
 
 def runs_for(args: argparse.Namespace) -> list[Run]:
-    runs = [Run(cut, also_flat=cut == DEFAULT_CUT and not args.no_ablations) for cut in args.cuts]
+    runs = [
+        Run(cut, also_flat=cut == DEFAULT_CUT and not args.no_ablations,
+            variants=list(VARIANTS) if cut == DEFAULT_CUT and not args.no_variants else ())
+        for cut in args.cuts
+    ]  # fmt: skip
     if not args.no_ablations:
         runs.append(Run(DEFAULT_CUT, kind="observation"))
     return runs
@@ -282,9 +353,18 @@ def runs_for(args: argparse.Namespace) -> list[Run]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = parser("longmemeval", __doc__)
     p.add_argument(
-        "--data", type=Path, default=DEFAULT_DATA / LONGMEMEVAL, help="the jsonl.gz file (default %(default)s)"
+        "--data",
+        default=",".join(str(DEFAULT_DATA / f) for f in (LONGMEMEVAL, LONGMEMEVAL_B)),
+        help="the jsonl.gz files, comma separated, each reported as a part of its own (default %(default)s)",
     )
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
+    p.add_argument("--no-variants", action="store_true", help="skip the recall settings of VARIANTS")
+    p.add_argument(
+        "--hits", type=Path, default=None, help="also write each question's hits, as done, to this .jsonl.gz"
+    )
+    p.add_argument(
+        "--from-hits", default=None, help="score the hits that --hits runs wrote (comma separated files; no re-run)"
+    )
     p.add_argument(
         "--cuts", default=",".join(RUN_BY_DEFAULT), help="cuts to run, comma separated (default %(default)s)"
     )
@@ -294,11 +374,69 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/longmemeval.json")
     args = p.parse_args(argv)
     args.cuts = [c.strip() for c in args.cuts.split(",") if c.strip()]
+    args.data = [Path(d.strip()) for d in args.data.split(",") if d.strip()]
+    if args.from_hits:
+        args.from_hits = [Path(d.strip()) for d in args.from_hits.split(",") if d.strip()]
     if unknown := set(args.cuts) - set(CUTS):
         p.error(f"unknown cuts: {', '.join(sorted(unknown))}")
     if DEFAULT_CUT not in args.cuts:
         args.no_ablations = True
     return args
+
+
+def record(
+    q: dict[str, Any], runs: list[Run], cache: VectorCache, embedder: CachedEmbedder, work: Path
+) -> dict[str, Any]:
+    """One question's baseline rankings and agentmem hits (for each run's labels), with the timing: all
+    that the scores are computed from (see `rank_and_score`), so a recorded run can be scored again."""
+    out: dict[str, Any] = {"id": q["question_id"], "type": q["question_type"], "half": q["half"],
+                           "answers": q["answer_session_ids"], "window": None, "baseline": baseline_rankings(q, cache),
+                           "hits": {}, "timing": {}}  # fmt: skip
+    for run in runs:
+        hits, timing = agentmem_hits(q, run, embedder, work)
+        out["timing"][run.name] = timing
+        out["window"] = out["window"] or timing["window"]
+        out["hits"] |= hits
+    return out
+
+
+def rank_and_score(rec: dict[str, Any]) -> dict[str, Any]:
+    """A recorded question's rankings (the baseline's, and every label's hits under every roll-up), scored."""
+    rankings = dict(rec["baseline"])
+    for label, hs in rec["hits"].items():
+        hits = [SessionHit(*h) for h in hs]
+        for how in ROLLUPS:
+            rankings[f"{label} / {how}"] = roll_up(hits, how)
+    return {"id": rec["id"], "type": rec["type"], "half": rec["half"], "window": rec["window"],
+            "scores": {s: scores(r, rec["answers"]) for s, r in rankings.items()}}  # fmt: skip
+
+
+def read_hits(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The question records of --hits files and their closing lines (each run's command and timing)
+    merged: runs over different parts (one process each) are scored as one."""
+    records: list[dict[str, Any]] = []
+    metas: list[dict[str, Any]] = []
+    for path in paths:
+        meta = None
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                if "meta" in row:
+                    meta = row["meta"]
+                else:
+                    records.append(row)
+        if meta is None:
+            raise SystemExit(f"{path} has no closing line: the run that wrote it did not finish")
+        metas.append(meta)
+    merged = {
+        "command": " && ".join(m["command"] for m in metas),
+        "data": [d for m in metas for d in m["data"]],
+        "questions": sum(m["questions"] for m in metas),
+        "embedding_seconds": round(sum(m["embedding_seconds"] for m in metas), 1),
+        "texts_embedded": sum(m["texts_embedded"] for m in metas),
+        "total_seconds": round(sum(m["total_seconds"] for m in metas), 1),
+    }
+    return records, merged
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -307,8 +445,63 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_outputs(read_results(args.out, "longmemeval"), args.out)
         return 0
     command = command_line("longmemeval", argv)
-    started = time.perf_counter()
     machine = machine_info()
+    if args.from_hits:
+        records, meta = read_hits(args.from_hits)
+        command = f"{meta['command']} && {command}"
+    else:
+        records, meta = collect(args, command)
+    per_q = [rank_and_score(r) for r in records]
+    systems = list(per_q[0]["scores"]) if per_q else []
+    default = DEFAULT_SYSTEM
+    if default not in systems:  # the default cut was not run: show the first agentmem system instead
+        default = next((s for s in systems if not s.startswith(BASELINE)), BASELINE)
+    halves = list(dict.fromkeys(r["half"] for r in per_q))
+    timings: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        for name, t in r["timing"].items():
+            timings.setdefault(name, []).append(t)
+    results: dict[str, Any] = {
+        "command": command,
+        "data": meta["data"],
+        "questions": meta["questions"],
+        "scored": len(per_q),
+        "default": default,
+        "baseline": BASELINE,
+        "target": TARGET,
+        "published": PUBLISHED,
+        "systems": {s: summarise(per_q, s) for s in systems},
+        "halves": {h: {s: summarise([r for r in per_q if r["half"] == h], s) for s in systems} for h in halves},
+        "cross_validation": cross_validate(
+            per_q, [s for s in systems if s.startswith(Run(DEFAULT_CUT).name)], default, halves
+        ),
+        "timing": {
+            "embedding_seconds": meta["embedding_seconds"],
+            "texts_embedded_this_run": meta["texts_embedded"],
+            "per_run": {
+                name: {
+                    "ingest_seconds_total": round(sum(t["ingest"] for t in ts), 1),
+                    "recall_ms_mean": round(1000 * float(np.mean([t["recall"] for t in ts])), 1) if ts else None,
+                    "memories_per_question": round(float(np.mean([t["memories"] for t in ts])), 1) if ts else None,
+                }
+                for name, ts in timings.items()
+            },
+            "total_seconds": meta["total_seconds"],
+        },
+        "machine": machine,
+    }
+    keep = list(
+        dict.fromkeys([BASELINE, default, *(f["choice"] for f in results["cross_validation"].get("folds", []))])
+    )
+    results["per_question"] = [r | {"scores": {s: r["scores"][s] for s in keep}} for r in per_q]
+    write_json(args.out, "longmemeval", results)
+    write_outputs(results, args.out)
+    return 0
+
+
+def collect(args: argparse.Namespace, command: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run every question (writing each record to --hits as it is done) and say how the run went."""
+    started = time.perf_counter()
     items = load(args.data, args.limit)
     scored = [q for q in items if not q["question_id"].endswith("_abs")]
     say(f"{len(items)} questions, {len(scored)} scored (abstention left out)")
@@ -319,64 +512,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     embed_seconds = round(time.perf_counter() - t0, 1)
     embedder = CachedEmbedder(cache)
     runs = runs_for(args)
-    per_q: list[dict[str, Any]] = []
-    timings: dict[str, list[dict[str, float]]] = {r.name: [] for r in runs}
+    records: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="agentmem-lme-", dir=args.work_dir))
+    sink = gzip.open(args.hits, "wt", encoding="utf-8") if args.hits else None
     try:
         for q in progress(scored, desc="questions", unit="q"):
-            rankings = baseline_rankings(q, cache)
-            for run in runs:
-                hits, timing = agentmem_hits(q, run, embedder, work)
-                timings[run.name].append(timing)
-                for label, h in hits.items():
-                    for how in ROLLUPS:
-                        rankings[f"{label} / {how}"] = roll_up(h, how)
-            per_q.append({
-                "id": q["question_id"], "type": q["question_type"], "answers": q["answer_session_ids"],
-                "scores": {s: scores(r, q["answer_session_ids"]) for s, r in rankings.items()},
-            })  # fmt: skip
+            records.append(record(q, runs, cache, embedder, work))
+            if sink:
+                sink.write(json.dumps(records[-1]) + "\n")
+                sink.flush()
+        meta = {"command": command, "data": [str(d) for d in args.data], "questions": len(items),
+                "embedding_seconds": embed_seconds, "texts_embedded": cache.embedded,
+                "total_seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+        if sink:
+            sink.write(json.dumps({"meta": meta}) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    systems = list(per_q[0]["scores"]) if per_q else []
-    default = f"{Run(DEFAULT_CUT).name} / {DEFAULT_ROLLUP}"
-    if default not in systems:  # the default cut was not run: show the first agentmem system instead
-        default = next((s for s in systems if not s.startswith(BASELINE)), BASELINE)
-    results: dict[str, Any] = {
-        "command": command,
-        "data": str(args.data),
-        "questions": len(items),
-        "scored": len(scored),
-        "default": default,
-        "baseline": BASELINE,
-        "target": TARGET,
-        "published": PUBLISHED,
-        "systems": {s: summarise(per_q, s) for s in systems},
-        "timing": {
-            "embedding_seconds": embed_seconds,
-            "texts_embedded_this_run": cache.embedded,
-            "per_run": {
-                name: {
-                    "ingest_seconds_total": round(sum(t["ingest"] for t in ts), 1),
-                    "recall_ms_mean": round(1000 * float(np.mean([t["recall"] for t in ts])), 1) if ts else None,
-                    "memories_per_question": round(float(np.mean([t["memories"] for t in ts])), 1) if ts else None,
-                }
-                for name, ts in timings.items()
-            },
-            "total_seconds": round(time.perf_counter() - started, 1),
-        },
-        "per_question": [
-            {
-                "id": r["id"],
-                "type": r["type"],
-                "first_rank": {s: r["scores"][s]["first_rank"] for s in (BASELINE, default) if s in r["scores"]},
-            }
-            for r in per_q
-        ],
-        "machine": machine,
-    }
-    write_json(args.out, "longmemeval", results)
-    write_outputs(results, args.out)
-    return 0
+        if sink:
+            sink.close()
+    return records, meta
 
 
 # -- output ------------------------------------------------------------------------------
@@ -403,6 +557,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         )
     for name, p in res["published"].items():
         lines.append(f"| {name} | {p['r5']} | {p['r10']} | {p['ndcg10']} | | |")
+    lines += ["", *halves_table(res), "", *cv_table(res)]
     lines += ["", *variant_table(res), "", *type_table(res), "", *NOTES]
     tm = res["timing"]
     lines += [
@@ -426,6 +581,64 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"commit {str(m['git']['commit'])[:10]}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def halves_table(res: dict[str, Any]) -> list[str]:
+    """Each part (data file) and all of them: R@5 / R@10 / NDCG@10 of the baseline, the default, and the
+    cross-validated choices."""
+    halves = res.get("halves", {})
+    if not halves:
+        return []
+    folds = res.get("cross_validation", {}).get("folds", [])
+    names = list(dict.fromkeys([res["baseline"], res["default"], *(f["choice"] for f in folds)]))
+    n = {h: next(iter(v.values()))["n"] for h, v in halves.items()}
+    lines = [
+        "Per part and overall, R@5 / R@10 / NDCG@10 (each part a data file; the choices are those of the "
+        "cross-validation below):",
+        "",
+        "| system | " + " | ".join(f"{h} (n={n[h]})" for h in halves) + f" | all (n={res['scored']}) |",
+        "| --- |" + " --- |" * (len(halves) + 1),
+    ]
+    for name in names:
+        cells = [halves[h][name]["overall"] for h in halves] + [res["systems"][name]["overall"]]
+        bold = "**" if name == res["default"] else ""
+        lines.append(
+            f"| {bold}{name}{bold} | " + " | ".join(f"{o['r5']} / {o['r10']} / {o['ndcg10']}" for o in cells) + " |"
+        )
+    t = "temporal-reasoning"
+    if all(t in halves[h][res["baseline"]]["by_type"] for h in halves):
+        head = "| system | " + " | ".join(halves) + " | all |"
+        lines += ["", f"{t}, NDCG@10 per part and overall:", "", head, "| --- |" + " ---: |" * (len(halves) + 1)]
+        for name in names:
+            cells = [halves[h][name]["by_type"][t]["ndcg10"] for h in halves] + [
+                res["systems"][name]["by_type"][t]["ndcg10"]
+            ]
+            lines.append(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
+    return lines
+
+
+def cv_table(res: dict[str, Any]) -> list[str]:
+    """Two-fold cross-validation: the pick of each part, scored on the other."""
+    cv = res.get("cross_validation") or {}
+    if not cv:
+        return []
+    lines = [
+        f"Cross-validation over the default cut's settings (roll-up x recall variant), picked by {cv['metric']} "
+        "on one part and scored on the other, R@5 / NDCG@10:",
+        "",
+        "| picked on | choice | on the part it was picked on | on the other part | default there | baseline there |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for f in cv["folds"]:
+
+        def cell(o: dict[str, float]) -> str:
+            return f"{o['r5']} / {o['ndcg10']}"
+
+        lines.append(f"| {f['chosen_on']} | {f['choice']} | {cell(f['choice_on_train'])} | {cell(f['choice_on_test'])} "
+                     f"| {cell(f['default_on_test'])} | {cell(f['baseline_on_test'])} |")  # fmt: skip
+    lines += ["", "Spread between the parts (first minus second), R@5 / NDCG@10: " + "; ".join(
+        f"{name}: {d['r5']:+} / {d['ndcg10']:+}" for name, d in cv["spread_between_parts"].items())]  # fmt: skip
+    return lines
 
 
 def variant_table(res: dict[str, Any]) -> list[str]:

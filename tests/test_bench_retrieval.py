@@ -11,6 +11,7 @@ import pytest
 from benchmarks.conversations import (
     CachedEmbedder,
     SessionBM25,
+    SessionHit,
     VectorCache,
     cosine_ranking,
     evidence_recall,
@@ -56,6 +57,33 @@ def test_roll_up_max_sum_decay() -> None:
     assert roll_up([("x", 1.0), ("y", 1.0)], "max") == ["x", "y"]  # ties keep first appearance
     with pytest.raises(ValueError):
         roll_up(hits, "median")
+
+
+def test_session_level_fusion_roll_ups() -> None:
+    # (session, score, bm25 rank, vector rank, time fit, whole session)
+    hits = [
+        SessionHit("s1", 0.9, 1, None, None, False),  # s1: best on words, one turn
+        SessionHit("s2", 0.8, 3, 1, None, True),  # s2: its whole session 3rd on words, 1st on vectors
+        SessionHit("s3", 0.7, 2, 2, None, False),  # s3: 2nd on both
+        SessionHit("s2", 0.5, None, 4, None, False),
+    ]
+    assert roll_up(hits, "max") == ["s1", "s2", "s3"]
+    # bm25 ranks s1, s3, s2; vectors s2, s3: s2 = 1/63 + 1/61 just above s3 = 2/62, s1 = 1/61
+    assert roll_up(hits, "rrf") == ["s2", "s3", "s1"]
+    # by best score (s1, s2, s3) as a third list: s2 = 1/63 + 1/61 + 1/62, s3 = 2/62 + 1/63, s1 = 2/61
+    assert roll_up(hits, "rrf+max") == ["s2", "s3", "s1"]
+    # whole-session BM25 only (s2 1st), turn vectors only (s3, then s2's turn), best score (s1, s2, s3):
+    # s2 = 1/61 + 2/62, s3 = 1/61 + 1/63, s1 = 1/61 (its turn counts in no list but the score's)
+    assert roll_up(hits, "rrf-whole+max") == ["s2", "s3", "s1"]
+    assert roll_up([("x", 1.0), ("y", 0.5)], "rrf") == ["x", "y"]  # plain pairs: no ranks, first seen first
+
+
+def test_locomo_sessions_of_turns() -> None:
+    from benchmarks.locomo import sessions_of
+
+    assert sessions_of(["D3:7", "D1:2", "D3:1", "D12:4"]) == ["D3", "D1", "D12"]
+    assert evidence_recall(sessions_of(["D3:7", "D1:2"]), sessions_of(["D1:5", "D2:1"]), 1) == (0.0, 0.0)
+    assert evidence_recall(sessions_of(["D3:7", "D1:2"]), sessions_of(["D1:5", "D2:1"]), 2) == (0.5, 1.0)
 
 
 def test_rrf_and_cosine_pooling() -> None:

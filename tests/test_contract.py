@@ -19,7 +19,7 @@ from servers import app_client
 from tests.test_api import ENV, TOKENS
 
 OPERATIONS = {
-    "remember", "revise", "observe", "recall", "context", "get", "history", "list_versions", "provenance",
+    "remember", "revise", "observe", "recall", "search", "context", "get", "history", "list_versions", "provenance",
     "stats", "check", "rebuild", "export_lines", "import_lines", "retention", "sweep", "restore", "pin",
     "delete", "audit", "consolidate", "end_session", "ingest_conversation", "ingest_notes", "ingest_code",
     "close",

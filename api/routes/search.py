@@ -14,15 +14,16 @@ from api.schemas import ContextRequest, RecallReply, RecallRequest
 def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
     """Hybrid BM25 + vector recall within one project, ranked by relevance and currentness.
     With `as_of`, answers over every version valid at that time. `include_history` adds each
-    hit's older versions."""
+    hit's older versions. Time named in the query ("last Saturday", "in March") or an explicit
+    `time_range` boosts memories whose valid_from falls in that window (never filters); `window`
+    in the reply says which window was understood."""
     project = who.project(data.project)
-    hits = mem.recall(
-        data.query, project=project, k=data.k, agent=data.agent, tiers=data.tiers, kinds=data.kinds, as_of=data.as_of
-    )
+    found = mem.search(data.query, project=project, k=data.k, agent=data.agent, tiers=data.tiers, kinds=data.kinds,
+                       as_of=data.as_of, time_range=data.time_range)  # fmt: skip
     history = {}
     if data.include_history:
-        history = {str(h.memory.lineage_id): mem.history(h.memory.id) for h in hits if h.has_history}
-    return RecallReply(hits=hits, history=history, degraded=mem.degraded)
+        history = {str(h.memory.lineage_id): mem.history(h.memory.id) for h in found.hits if h.has_history}
+    return RecallReply(hits=found.hits, history=history, degraded=found.degraded, window=found.window)
 
 
 @post("/v1/context", sync_to_thread=True, status_code=200, summary="A prompt-ready working set")

@@ -422,7 +422,9 @@ export interface paths {
          * Recall current memories
          * @description Hybrid BM25 + vector recall within one project, ranked by relevance and currentness.
          *     With `as_of`, answers over every version valid at that time. `include_history` adds each
-         *     hit's older versions.
+         *     hit's older versions. Time named in the query ("last Saturday", "in March") or an explicit
+         *     `time_range` boosts memories whose valid_from falls in that window (never filters); `window`
+         *     in the reply says which window was understood.
          */
         post: operations["V1RecallRecall"];
         delete?: never;
@@ -1051,6 +1053,7 @@ export interface components {
                 [key: string]: components["schemas"]["MemoryVersion"][];
             };
             degraded?: string[];
+            window?: components["schemas"]["TimeWindow"] | null;
         };
         /** RecallRequest */
         RecallRequest: {
@@ -1064,6 +1067,7 @@ export interface components {
             as_of?: string | null;
             /** @default false */
             include_history?: boolean;
+            time_range?: components["schemas"]["TimeRange"] | string | null;
         };
         /** RememberResult */
         RememberResult: {
@@ -1157,6 +1161,7 @@ export interface components {
             effective_confidence: number;
             recency: number;
             salience: number;
+            time_fit?: number | null;
         };
         /** Stats */
         Stats: {
@@ -1207,6 +1212,19 @@ export interface components {
             limit?: number | null;
             projects?: string[] | null;
             threshold?: number | null;
+        };
+        /** TimeRange */
+        TimeRange: {
+            start?: string | null;
+            end?: string | null;
+        };
+        /** TimeWindow */
+        TimeWindow: {
+            start: string | null;
+            end: string | null;
+            /** @enum {string} */
+            source: "query" | "time_range";
+            expression?: string | null;
         };
         /** Triple */
         Triple: {

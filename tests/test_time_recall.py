@@ -1,0 +1,250 @@
+"""Time-aware recall: time named in a query, or an explicit time_range, boosts memories whose valid_from
+falls in that window (never filters), and the reply says which window was understood."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import msgspec
+import pytest
+from litestar.testing import TestClient
+from mcp import Client as McpClient
+
+from agentmem import Memory, NewMemory, ValidationError
+from agentmem.client import Client
+from agentmem.ranking import Weights
+from agentmem.records import TimeRange, TimeWindow
+from agentmem.timewindow import explicit, fit, from_query
+from api.app import create_app
+from api.mcp_backend import McpSettings
+from api.mcp_server import build_server
+from api.settings import load
+from fakes import FakeEmbedder
+from servers import TOKEN, Server
+from tests.test_api import ENV, auth
+
+NOW = datetime(2023, 4, 22, 8, 1, tzinfo=UTC)  # a Saturday
+
+
+def day(s: str) -> datetime:
+    return datetime.fromisoformat(s).replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end", "words"),
+    [
+        ("Who did I go with to the music event last Saturday?", "2023-04-15", "2023-04-16", "last Saturday"),
+        ("What did I do two weeks ago?", "2023-04-05", "2023-04-12", "two weeks ago"),
+        ("What did we decide in March?", "2023-03-01", "2023-04-01", "in March"),
+        ("Which pair of shoes did I clean last month?", "2023-03-01", "2023-04-01", "last month"),
+        ("what happened yesterday", "2023-04-21", "2023-04-22", "yesterday"),
+        ("What did I eat on March 3rd?", "2023-03-03", "2023-03-04", "on March 3rd"),
+        ("Who did I meet with during the lunch last Tuesday?", "2023-04-18", "2023-04-19", "last Tuesday"),
+        ("what did I do last week", "2023-04-10", "2023-04-17", "last week"),
+        ("what happened 3 days ago", "2023-04-19", "2023-04-20", "3 days ago"),
+        ("in 2022 what car did I drive", "2022-01-01", "2023-01-01", "in 2022"),
+        ("events I attended in the past month", "2023-03-22", "2023-04-23", "in the past month"),
+        ("what did I do on 2023-03-05", "2023-03-05", "2023-03-06", "on 2023-03-05"),
+        ("the trip in January or the party in March, which came first?", "2023-01-01", "2023-04-01",
+         "in January; in March"),
+        ("meetings between March 1 and March 10", "2023-03-01", "2023-03-11", "between March 1 and March 10"),
+    ],
+)  # fmt: skip
+def test_time_in_a_query_becomes_a_window(query: str, start: str, end: str, words: str) -> None:
+    w = from_query(query, NOW)
+    assert w is not None
+    assert (w.start, w.end, w.expression, w.source) == (day(start), day(end), words, "query")
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [("What did we do since last week?", "2023-04-10", None), ("what happened before March 2023", None, "2023-03-01"),
+     ("What did I do after May 2022?", "2022-06-01", None)],
+)  # fmt: skip
+def test_since_after_and_before_open_one_side(query: str, start: str | None, end: str | None) -> None:
+    w = from_query(query, NOW)
+    assert w is not None and (w.start, w.end) == (start and day(start), end and day(end))
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["the database config", "I may go to the gym", "We burned 2000 calories", "What time do I wake up on Tuesdays?",
+     "How many titles are on my to-watch list?", "How many days ago did I buy a smoker?"],
+)  # fmt: skip
+def test_no_time_no_window(query: str) -> None:
+    assert from_query(query, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "start", "end"),
+    [({"start": "2023-03-01T00:00:00Z", "end": "2023-04-01T00:00:00Z"}, "2023-03-01", "2023-04-01"),
+     (TimeRange(start=day("2023-03-01")), "2023-03-01", None), ("2023-03-01/2023-04-01", "2023-03-01", "2023-04-01"),
+     ("../2023-04-01", None, "2023-04-01"), ("2023-03-05", "2023-03-05", "2023-03-06"),
+     ("last week", "2023-04-10", "2023-04-17")],
+)  # fmt: skip
+def test_explicit_time_range(value: Any, start: str | None, end: str | None) -> None:
+    w = explicit(value, NOW)
+    assert (w.start, w.end, w.source) == (start and day(start), end and day(end), "time_range")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("no time here", "could not read 'no time here' as a time"), ("", "empty"),
+     ("2023-04-01/2023-03-01", "must be before end"), ({"start": None}, "give start, end or both"),
+     ({"from": "2023-01-01"}, "unknown field(s) from"), ("2023-13-01/..", "not an ISO 8601 timestamp"),
+     (5, "expected {start, end} or a string")],
+)  # fmt: skip
+def test_bad_time_range_says_what_is_wrong(value: Any, message: str) -> None:
+    with pytest.raises(ValidationError, match="time_range") as e:
+        explicit(value, NOW)
+    assert message in str(e.value)
+
+
+def test_fit_is_one_inside_and_falls_off_outside() -> None:
+    w = TimeWindow(start=day("2023-04-15"), end=day("2023-04-16"), source="query")
+    inside, near, far = (fit(day(d) + timedelta(hours=3), w) for d in ("2023-04-15", "2023-04-16", "2023-04-25"))
+    assert inside == 1.0 and 0.0 < far < near < 1.0
+    assert fit(day("2023-04-14"), w) == pytest.approx(fit(day("2023-04-16") + timedelta(hours=24), w))
+
+
+# -- in a Memory (FakeEmbedder, fixed clock) -----------------------------------------------------
+
+
+def dinner_memory(path: Path) -> Memory:
+    """The same memory, observed three times a week apart (observations never reinforce)."""
+    mem = Memory(path, embedder=FakeEmbedder(), clock=lambda: NOW)
+    when = ("2023-04-08T19:00", "2023-04-15T19:00", "2023-04-21T19:00")
+    mem.observe([NewMemory(content="Dinner with Ana at the corner place", project="p", kind="event", valid_from=day(w))
+                 for w in when])  # fmt: skip
+    return mem
+
+
+@pytest.fixture
+def dinners(tmp_path: Path) -> Iterator[Memory]:
+    mem = dinner_memory(tmp_path / "data")
+    yield mem
+    mem.close()
+
+
+def dates(hits: list[Any]) -> list[str]:
+    return [h.memory.valid_from.date().isoformat() for h in hits]
+
+
+def test_a_time_in_the_query_lifts_memories_from_then(dinners: Memory) -> None:
+    plain = dinners.search("dinner with Ana at the corner place", project="p")
+    assert plain.window is None and all(h.parts.time_fit is None for h in plain.hits)
+    for said, top in (("two weeks ago", "2023-04-08"), ("last Saturday", "2023-04-15"), ("yesterday", "2023-04-21")):
+        assert dates(dinners.recall(f"dinner with Ana at the corner place {said}", project="p"))[0] == top, said
+    found = dinners.search("dinner with Ana at the corner place last Saturday", project="p")
+    assert found.window is not None and found.window.expression == "last Saturday"
+    assert dates(found.hits)[0] == "2023-04-15" and found.hits[0].parts.time_fit == 1.0
+    assert len(found.hits) == 3  # a boost, not a filter: the others are still there, lower
+    assert all(h.parts.time_fit is not None and h.parts.time_fit < 1.0 for h in found.hits[1:])
+    assert dinners.recall("dinner with Ana at the corner place last Saturday", project="p")[0].memory.id == (
+        found.hits[0].memory.id
+    )
+
+
+def test_an_explicit_time_range_wins_over_the_query(dinners: Memory) -> None:
+    found = dinners.search("dinner with Ana last Saturday", project="p", time_range="2023-04-08/2023-04-09")
+    assert found.window == TimeWindow(start=day("2023-04-08"), end=day("2023-04-09"), source="time_range",
+                                      expression="2023-04-08/2023-04-09")  # fmt: skip
+    assert dates(found.hits)[0] == "2023-04-08"
+    with pytest.raises(ValidationError, match="time_range: start"):
+        dinners.search("dinner", project="p", time_range={"start": "2023-04-09", "end": "2023-04-08"})
+
+
+def test_as_of_resolves_time_against_that_moment(dinners: Memory) -> None:
+    found = dinners.search("dinner with Ana yesterday", project="p", as_of="2023-04-16T12:00:00Z")
+    assert found.window is not None and found.window.start == day("2023-04-15")
+    assert dates(found.hits)[0] == "2023-04-15"
+
+
+def test_a_zero_weight_turns_the_boost_off(dinners: Memory) -> None:
+    plain = [h.memory.id for h in dinners.recall("dinner with Ana at the corner place", project="p")]
+    dinners.config = msgspec.structs.replace(dinners.config, weights=Weights(time=0.0))
+    found = dinners.search("dinner with Ana at the corner place last Saturday", project="p")
+    assert found.window is not None  # understood and said, but not weighed
+    assert [h.memory.id for h in found.hits] == plain and all(h.parts.time_fit == 1.0 or h.parts.time_fit < 1
+                                                              for h in found.hits)  # fmt: skip
+
+
+# -- over HTTP and MCP ---------------------------------------------------------------------------
+
+
+def test_http_recall_takes_time_range_and_says_the_window(dinners: Memory) -> None:
+    env = {**ENV, "AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0"}
+    dinners.remember("Dinner with Ana in the shop project", project="shop", kind="event", valid_from=day("2023-04-15"))
+    with TestClient(create_app(load(env=env), mem=dinners)) as c:
+        r = c.post("/v1/recall", json={"query": "dinner with Ana last Saturday"}, headers=auth("read"))
+        assert r.status_code == 200, r.text
+        assert r.json()["window"] == {"start": "2023-04-15T00:00:00Z", "end": "2023-04-16T00:00:00Z",
+                                      "source": "query", "expression": "last Saturday"}  # fmt: skip
+        assert r.json()["hits"][0]["parts"]["time_fit"] == 1.0
+        body = {"query": "dinner", "time_range": {"start": "2023-04-01T00:00:00Z"}}
+        r = c.post("/v1/recall", json=body, headers=auth("read"))
+        assert r.status_code == 200 and r.json()["window"]["source"] == "time_range"
+        assert c.post("/v1/recall", json={"query": "dinner"}, headers=auth("read")).json()["window"] is None
+        for bad, says in [("whenever", "could not read 'whenever'"), ("2023-05-01/2023-04-01", "must be before end"),
+                          ({"start": "2023-05-01T00:00:00Z", "end": "2023-04-01T00:00:00Z"}, "must be before end"),
+                          ({"start": "2023-05-01"}, "time_range.start: Invalid RFC3339"),
+                          ({"begin": "2023-04-01T00:00:00Z"}, "begin"), (7, "time_range")]:  # fmt: skip
+            r = c.post("/v1/recall", json={"query": "dinner", "time_range": bad}, headers=auth("read"))
+            assert r.status_code == 400, (bad, r.text)
+            assert says in r.json()["error"]["message"], r.text
+
+
+def test_mcp_recall_takes_time_range_and_says_the_window(tmp_path: Path) -> None:
+    dinners = dinner_memory(tmp_path / "data")  # the adapter closes it
+    settings = McpSettings(project="p", projects=("p",), agent="tester", session="s-1")
+    seen: dict[str, Any] = {}
+
+    async def body(c: McpClient) -> None:
+        r = await c.call_tool("recall", {"query": "dinner with Ana", "time_range": "2023-04-08/2023-04-09"})
+        assert not r.is_error, r.content
+        seen["ok"] = r.structured_content
+        bad = await c.call_tool("recall", {"query": "dinner", "time_range": "whenever"})
+        seen["bad"] = (bad.is_error, str(bad.content[0].text))  # type: ignore[union-attr]
+
+    async def run() -> None:
+        async with McpClient(server) as c:
+            await body(c)
+
+    server, scoped = build_server(settings, lambda: dinners)
+    try:
+        anyio.run(run)
+    finally:
+        scoped.close()
+    assert seen["ok"]["window"]["expression"] == "2023-04-08/2023-04-09"
+    assert seen["ok"]["hits"][0]["valid_from"].startswith("2023-04-08")
+    assert seen["bad"][0] and "could not read 'whenever'" in seen["bad"][1]
+
+
+# -- the real server and model, over a socket ----------------------------------------------------
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_real_server_weighs_time(server: Server) -> None:
+    server.start()
+    today = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    with Client(server.url, token=TOKEN) as c:
+        for days_ago in (1, 14, 40):
+            when = today - timedelta(days=days_ago)
+            c.remember(f"Went hiking in the hills with Sam ({days_ago} days back)", project="shop", kind="event",
+                       valid_from=when)  # fmt: skip
+        found = c.search("where did I go hiking with Sam two weeks ago?", project="shop", k=3)
+        assert found.window is not None and found.window.expression == "two weeks ago"
+        assert found.hits[0].memory.content.endswith("(14 days back)") and len(found.hits) == 3
+        explicit_range = f"{(today - timedelta(days=45)).date()}/{(today - timedelta(days=35)).date()}"
+        found = c.search("hiking with Sam", project="shop", time_range=explicit_range)
+        assert found.window is not None and found.window.source == "time_range"
+        assert found.hits[0].memory.content.endswith("(40 days back)")
+    r = httpx.post(f"{server.url}/v1/recall", json={"query": "hiking", "time_range": "2026-05-01/2026-04-01"},
+                   headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)  # fmt: skip
+    assert r.status_code == 400 and "must be before end" in r.json()["error"]["message"]
