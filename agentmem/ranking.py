@@ -43,21 +43,13 @@ def score(
     kinds: dict[str, KindSpec] = KINDS,
 ) -> tuple[float, ScoreParts]:
     """The final score of one candidate and its parts; `bm25` and `vector` are (rank, raw score).
+    `total` below gives the same score without the parts (what ranking many candidates needs).
 
     Relevance blends reciprocal rank fusion with each list's score relative to its best hit
     (`best` = top BM25 score, top cosine), so that a far better match is not levelled to a
     rank one place higher.
     """
-    fused = rrf([bm25[0] if bm25 else None, vector[0] if vector else None])
-    magnitude = 0.0
-    for hit, top in ((bm25, best[0]), (vector, best[1])):
-        if hit is not None and top > 0:
-            magnitude += max(0.0, hit[1]) / top / 2
-    relevance = weights.fusion * fused + (1.0 - weights.fusion) * magnitude
-    conf = effective_confidence(m, now, kinds)
-    recency = math.exp(-math.log(2) * days_between(m.valid_from, now) / weights.recency_half_life_days)
-    current = weights.confidence * conf + weights.salience * m.salience + weights.recency * recency
-    total = relevance * (1.0 - weights.currentness + weights.currentness * current)
+    relevance, conf, recency, current = _terms(m, now, bm25, vector, best, weights, kinds)
     parts = ScoreParts(
         bm25_rank=bm25[0] if bm25 else None,
         vector_rank=vector[0] if vector else None,
@@ -68,4 +60,41 @@ def score(
         recency=round(recency, 6),
         salience=m.salience,
     )
-    return total, parts
+    return relevance * (1.0 - weights.currentness + weights.currentness * current), parts
+
+
+def total(
+    m: MemoryVersion,
+    *,
+    now: datetime,
+    bm25: tuple[int, float] | None,
+    vector: tuple[int, float] | None,
+    best: tuple[float, float],
+    weights: Weights,
+    kinds: dict[str, KindSpec] = KINDS,
+) -> float:
+    """`score`'s number alone."""
+    relevance, _conf, _recency, current = _terms(m, now, bm25, vector, best, weights, kinds)
+    return relevance * (1.0 - weights.currentness + weights.currentness * current)
+
+
+def _terms(
+    m: MemoryVersion,
+    now: datetime,
+    bm25: tuple[int, float] | None,
+    vector: tuple[int, float] | None,
+    best: tuple[float, float],
+    weights: Weights,
+    kinds: dict[str, KindSpec],
+) -> tuple[float, float, float, float]:
+    """Relevance, effective confidence, recency, and the currentness they make."""
+    fused = rrf([bm25[0] if bm25 else None, vector[0] if vector else None])
+    magnitude = 0.0
+    for hit, top in ((bm25, best[0]), (vector, best[1])):
+        if hit is not None and top > 0:
+            magnitude += max(0.0, hit[1]) / top / 2
+    relevance = weights.fusion * fused + (1.0 - weights.fusion) * magnitude
+    conf = effective_confidence(m, now, kinds)
+    recency = math.exp(-math.log(2) * days_between(m.valid_from, now) / weights.recency_half_life_days)
+    current = weights.confidence * conf + weights.salience * m.salience + weights.recency * recency
+    return relevance, conf, recency, current

@@ -11,7 +11,7 @@ import numpy as np
 
 from agentmem.filters import Filter
 from agentmem.kinds import KINDS, KindSpec
-from agentmem.ranking import Weights, score
+from agentmem.ranking import Weights, score, total
 from agentmem.records import Hit, MemoryVersion, TimeWindow
 from agentmem.store import StoreOfRecord
 from agentmem.supersede import STOPWORDS
@@ -37,18 +37,21 @@ def fuse(
     bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
     vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
     best = (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
-    hits = []
-    for m in candidates:
-        total, parts = score(
-            m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights, kinds=kinds
-        )
+    ranked = []
+    for m in candidates:  # the number alone for every candidate; the parts for the k kept
+        t = total(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights, kinds=kinds)
         if window is not None:
-            f = fit(m.valid_from, window)
-            total *= 1.0 + weights.time * f
-            parts = msgspec.structs.replace(parts, time_fit=round(f, 6))
-        hits.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
-    hits.sort(key=lambda h: (-h.score, -h.memory.id))
-    return hits[:k]
+            t *= 1.0 + weights.time * fit(m.valid_from, window)
+        ranked.append((round(t, 6), m))
+    ranked.sort(key=lambda x: (-x[0], -x[1].id))
+    hits = []
+    for t, m in ranked[:k]:
+        _t, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights,
+                          kinds=kinds)  # fmt: skip
+        if window is not None:
+            parts = msgspec.structs.replace(parts, time_fit=round(fit(m.valid_from, window), 6))
+        hits.append(Hit(memory=m, score=t, parts=parts, has_history=m.version > 1))
+    return hits
 
 
 def query_prefixes(query: str) -> set[str]:

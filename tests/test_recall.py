@@ -118,3 +118,51 @@ def test_access_counts_batched(data_dir, embedder, clock) -> None:  # type: igno
                 break
             time.sleep(0.01)
         assert mem.get(b.id).accesses == 3
+
+
+def test_fuse_keeps_the_ranking_of_scoring_every_candidate_in_full() -> None:
+    """fuse scores every candidate by number alone and explains only the k it keeps: the hits, their
+    order, scores and parts are those of scoring every candidate with its parts."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    import msgspec
+
+    from agentmem.ranking import Weights, score
+    from agentmem.recall import fuse
+    from agentmem.records import Hit, MemoryVersion, TimeWindow
+    from agentmem.text import sha256
+    from agentmem.timewindow import fit
+
+    rng = random.Random(7)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    versions = []
+    for i in range(1, 121):
+        when = now - timedelta(days=rng.uniform(0, 400))
+        versions.append(MemoryVersion(
+            id=i, lineage_id=i, version=rng.choice([1, 1, 2]), parent_id=None, is_latest=True, status="active",
+            content=f"memory {i}", tier="semantic", kind=rng.choice(["fact", "preference", "event"]), project="p",
+            source="api", salience=rng.random(), confidence=rng.uniform(0.3, 1.0), created_at=when, valid_from=when,
+            last_reinforced_at=when, content_hash=sha256(f"memory {i}"),
+        ))  # fmt: skip
+    text = [(v.id, rng.uniform(0.5, 9.0)) for v in rng.sample(versions, 60)]
+    vector = [(v.id, rng.uniform(0.1, 0.9)) for v in rng.sample(versions, 60)]
+    text.sort(key=lambda x: -x[1])
+    vector.sort(key=lambda x: -x[1])
+    weights = Weights()
+    window = TimeWindow(start=now - timedelta(days=30), end=now - timedelta(days=10), source="time_range")
+    for w in (None, window):
+        got = fuse(versions, text, vector, now=now, k=10, weights=weights, window=w)
+        bm25 = {i: (r, s) for r, (i, s) in enumerate(text, 1)}
+        vec = {i: (r, s) for r, (i, s) in enumerate(vector, 1)}
+        best = (text[0][1], vector[0][1])
+        full = []
+        for m in versions:
+            t, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights)
+            if w is not None:
+                f = fit(m.valid_from, w)
+                t *= 1.0 + weights.time * f
+                parts = msgspec.structs.replace(parts, time_fit=round(f, 6))
+            full.append(Hit(memory=m, score=round(t, 6), parts=parts, has_history=m.version > 1))
+        full.sort(key=lambda h: (-h.score, -h.memory.id))
+        assert got == full[:10]
