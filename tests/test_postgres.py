@@ -260,3 +260,17 @@ def test_the_database_url_comes_from_the_environment_or_the_config_file(tmp_path
     assert load(env={}).database_url == ""  # the data directory, as before
     with pytest.raises(ValidationError, match="postgresql://"):
         load(env={"AGENTMEM_DATABASE_URL": "mysql://db/agentmem"})
+
+
+def test_a_scheduled_job_runs_on_one_node_a_period(tmp_path: Path, database_url: str, clock) -> None:  # type: ignore[no-untyped-def]
+    a, b = (_node(tmp_path, name, database_url, clock=clock) for name in ("a", "b"))
+    try:
+        assert a.engine.claim_job("sweep", 3600) and not b.engine.claim_job("sweep", 3600)
+        assert b.engine.claim_job("consolidation", 3600)  # each job on its own
+        clock.advance(minutes=50)  # timers drift: a period counts from 90% of it
+        assert not a.engine.claim_job("sweep", 3600) and not b.engine.claim_job("sweep", 3600)
+        clock.advance(minutes=10)
+        assert b.engine.claim_job("sweep", 3600) and not a.engine.claim_job("sweep", 3600)
+    finally:
+        a.close()
+        b.close()
