@@ -182,6 +182,29 @@ def test_search_runs_in_the_database_over_current_versions_only(nodes: list[Memo
     assert "USING gin" in str(indexes["memories_search"]) and "USING hnsw" in str(indexes["memories_embedding"])
 
 
+def test_the_vector_search_can_use_the_partial_hnsw_index(nodes: list[Memory], database_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The planner may take the HNSW index for the very query recall runs (a sequential scan, which
+    a table this small would rather have, ruled out). The text search's GIN index is checked by its
+    definition only: on a few rows the planner keeps to the small partial btree index."""
+    from agentmem.postgres.store import sql
+
+    a, _ = nodes
+    a.remember("The build cache bucket is amber-7", project="p")
+    seen: list[tuple[str, list[object]]] = []
+    real = a.engine.store.query  # type: ignore[attr-defined]
+    monkeypatch.setattr(a.engine.store, "query", lambda text, params=(), **kw: seen.append((text, list(params))) or
+                        real(text, params, **kw))  # fmt: skip
+    a.indexes.search_vector(a.embedder.embed(["build cache"])[0], 5, project="p")
+    with psycopg.connect(database_url) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        conn.execute("SET enable_seqscan = off")
+        ((text, params),) = seen
+        plan = " ".join(str(r[0]) for r in conn.execute("EXPLAIN " + sql(text), params).fetchall())  # type: ignore[arg-type]
+    assert "Index Scan using memories_embedding" in plan, plan
+
+
 def test_every_table_carries_the_project_in_its_primary_key(database_url: str, tmp_path: Path) -> None:
     _node(tmp_path, "n", database_url).close()
     keys = dict(
