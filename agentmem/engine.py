@@ -145,6 +145,11 @@ class Engine:
         """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
         return compact(path / DB_FILE)
 
+    def claim_job(self, name: str, every_seconds: float) -> bool:
+        """Whether to run the scheduled job `name` now: always on a store this process owns; on a
+        shared database, on one node of all each period (`StoreOfRecord.claim_job`)."""
+        return self.store.claim_job(name, every_seconds, self.clock())
+
     def record(self, entries: list[AuditEntry]) -> list[int]:
         """Write audit entries that go with no other change; returns their ids."""
         with self.write() as w:

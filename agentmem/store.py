@@ -249,6 +249,11 @@ class StoreOfRecord(ABC):
     def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
         """Keep a provider reply (the first one stays if two race)."""
 
+    def claim_job(self, name: str, every_seconds: float, now: datetime) -> bool:
+        """Whether this process should run the scheduled job `name` now. One process owns the
+        store here, so always; a shared store lets one node of all run it each period."""
+        return True
+
     def audit_page(self, **query: Any) -> tuple[list[AuditEntry], int | None]:
         """A page of the audit log (see `agentmem.audit.query`)."""
         return audit.query(self._rows, **query)

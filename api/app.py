@@ -93,6 +93,16 @@ class Every:
         self._thread.join(timeout=60)
 
 
+def _claimed(mem: Memory, name: str, seconds: float, job: Callable[[], object]) -> Callable[[], object]:
+    """`job`, run only when this node claims it (on a shared database one node of all runs it
+    each period; on a data directory this process always does)."""
+
+    def run() -> object:
+        return job() if mem.engine.claim_job(name, seconds) else None
+
+    return run
+
+
 def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litestar:
     """The service over an open Memory. With `owns` (what `serve` does) the app loads the embedding
     model in the background once it listens (see api.startup) and closes `mem` on shutdown; without
@@ -118,7 +128,11 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             ("sweep", settings.sweep_every_minutes, lambda: mem.sweep(actor="scheduler")),
             ("consolidation", settings.consolidate_every_minutes, lambda: mem.consolidate(actor="scheduler")),
         ]
-        app.state.schedules = [Every(name, minutes * 60, job) for name, minutes, job in jobs if minutes > 0]
+        app.state.schedules = [
+            Every(name, minutes * 60, _claimed(mem, name, minutes * 60, job))
+            for name, minutes, job in jobs
+            if minutes > 0
+        ]
 
     def shutdown(app: Litestar) -> None:
         for job in app.state.get("schedules", []):

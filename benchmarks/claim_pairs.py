@@ -121,10 +121,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
 def evaluate(pairs: list[dict[str, str]], cos: np.ndarray) -> dict[str, Any]:
     defaults = Thresholds()
     systems: dict[str, Any] = {"agentmem now": rates(pairs, cos, decide, defaults)}
-    for name, commit in (
-        (f"agentmem at {PREVIOUS_COMMIT}", PREVIOUS_COMMIT),
-        (f"Jaccard >= 0.7 ({BASE_COMMIT})", BASE_COMMIT),
-    ):
+    for name, commit in ((f"agentmem at {PREVIOUS_COMMIT}", PREVIOUS_COMMIT), (f"Jaccard >= 0.7 ({BASE_COMMIT})",
+                                                                               BASE_COMMIT)):
         old = decide_at(commit)
         if old is not None:
             systems[name] = rates(pairs, cos, old, defaults)

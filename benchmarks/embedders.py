@@ -143,14 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {
         "command": command_line(NAME, argv),
         "machine": machine_info(),
-        "settings": {
-            "rounds": args.rounds,
-            "threads": threads,
-            "queries": len(queries),
-            "texts": len(texts),
-            "mean_text_tokens": round(token_count(texts), 1),
-            "mean_query_tokens": round(token_count(queries), 1),
-        },  # fmt: skip
+        "settings": {"rounds": args.rounds, "threads": threads, "queries": len(queries), "texts": len(texts),
+                     "mean_text_tokens": round(token_count(texts), 1),
+                     "mean_query_tokens": round(token_count(queries), 1)},  # fmt: skip
         "summary": summary,
         "lowest_cosine_onnx_vs_torch": {str(n): round(c, 6) for n, c in lowest.items()},
         "runs": {k: [{**r, "query_ms": percentiles(r["query_ms"])} for r in rs] for k, rs in runs.items()},

@@ -285,7 +285,9 @@ class Server:
                         pass
                     time.sleep(0.1)
             code = self.proc.poll()
-            last_error = f"server exited with {code}" if code is not None else f"not serving in {self.ready_timeout} s"
+            last_error = (
+                f"server exited with {code}" if code is not None else f"not serving in {self.ready_timeout} s"
+            )
             self.stop()
             say(f"  server start attempt {attempt + 1} failed: {last_error}; log tail:\n{self.log_tail()}")
         raise RuntimeError(f"the server did not start: {last_error}")

@@ -117,6 +117,7 @@ class SentenceTransformerEmbedder(QueryCache):
         return np.asarray(vectors, dtype=np.float32)
 
 
+
 def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     """A query vector, through the embedder's cache when it has one."""
     cached = getattr(embedder, "embed_query", None)

@@ -296,9 +296,8 @@ def campaign(kills: int, writers: int = 4, seed: int = 0, workdir: Path | None =
         "kills": kills,
         "kills_survived": sum(1 for r in rounds if not r["problems"] and r["ready"]),
         "writes_checked": sum(1 for a in acks if a["op"] == "remember"),
-        "acknowledged_ops": {
-            op: sum(1 for a in acks if a["op"] == op) for op in ("remember", "delete", "archive", "restore")
-        },
+        "acknowledged_ops": {op: sum(1 for a in acks if a["op"] == op) for op in ("remember", "delete", "archive",
+                                                                                  "restore")},
         "deletes_sent": sum(1 for a in acks if a["op"] == "delete-intent"),
         "losses": sum(len(r["problems"]) for r in rounds),
         "restart_seconds": {"median": sorted(startup)[len(startup) // 2], "max": max(startup)},

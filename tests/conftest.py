@@ -86,8 +86,8 @@ _databases = iter(range(1, 1_000_000))
 
 
 @pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> str:
-    """A fresh, empty database on the session's PostgreSQL server."""
+def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty database on the session's PostgreSQL server, dropped after the test."""
     import psycopg
 
     server = request.getfixturevalue("pg_server")
@@ -95,7 +95,9 @@ def database_url(request: pytest.FixtureRequest) -> str:
     name = f"t{os.getpid()}_{next(_databases)}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
-    return str(base.replace("/postgres?", f"/{name}?", 1))
+    yield str(base.replace("/postgres?", f"/{name}?", 1))
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture

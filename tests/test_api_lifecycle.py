@@ -42,12 +42,9 @@ def test_sweep_restore_and_audit(client: TestClient, memory: Memory, clock) -> N
     assert done["archived"] == 1 and memory.get(obs).status == "archived"
     listed = ok(client.get("/v1/memories", params={"status": "archived"}, headers=auth("read")))["items"]
     assert [m["id"] for m in listed] == [obs]
-    assert (
-        ok(client.post("/v1/recall", json={"query": "nightly job run long"}, headers=auth("read")))["hits"][0][
-            "memory"
-        ]["id"]
-        == fact
-    )
+    assert ok(client.post("/v1/recall", json={"query": "nightly job run long"}, headers=auth("read")))["hits"][0][
+        "memory"
+    ]["id"] == fact
     back = ok(client.post(f"/v1/memories/{obs}/restore", json={}, headers=auth("write")))
     assert back["status"] == "active"
     again = client.post(f"/v1/memories/{obs}/restore", json={}, headers=auth("write"))
@@ -126,7 +123,7 @@ def test_settings_for_kinds_and_retention(tmp_path) -> None:  # type: ignore[no-
 
     path = tmp_path / "agentmem.toml"
     path.write_text(
-        "sweep_every_minutes = 5\n[kinds.config]\nhalf_life_days = 45\nstart_confidence = 0.7\n"
+        'sweep_every_minutes = 5\n[kinds.config]\nhalf_life_days = 45\nstart_confidence = 0.7\n'
         '[kinds.runbook]\nhalf_life_days = "never"\nstart_confidence = 0.9\n[retention]\narchive_below = 0.05\n'
     )
     s = load(path, env={})

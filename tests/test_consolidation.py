@@ -206,15 +206,8 @@ class Stub:
                     time.sleep(1.0)
                 content = {
                     "ok": json.dumps({"text": "The upload test fails intermittently on CI."}),
-                    "claims": json.dumps(
-                        {
-                            "claims": [
-                                "I prefer tabs over spaces for indentation.",
-                                "I ran the tests",
-                                "rm -rf /tmp/build",
-                            ]
-                        }
-                    ),
+                    "claims": json.dumps({"claims": ["I prefer tabs over spaces for indentation.", "I ran the tests",
+                                                     "rm -rf /tmp/build"]}),
                     "slow": json.dumps({"text": "late"}),
                     "prose": "Sure! The upload test is flaky.",
                     "badjson": '{"text": ',

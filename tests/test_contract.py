@@ -35,7 +35,8 @@ def shape(fn: Any) -> list[tuple[str, str, str, str]]:
     """Each parameter's name, kind, default and annotation (evaluated, then written out), and the return's."""
     sig = inspect.signature(fn, eval_str=True)
     params = [
-        (p.name, p.kind.name, repr(p.default), inspect.formatannotation(p.annotation)) for p in sig.parameters.values()
+        (p.name, p.kind.name, repr(p.default), inspect.formatannotation(p.annotation))
+        for p in sig.parameters.values()
     ]
     return [*params, ("return", "", "", inspect.formatannotation(sig.return_annotation))]
 

@@ -56,11 +56,9 @@ def test_claude_code_hooks_against_a_running_service(server: Server) -> None:
         end = hook({"hook_event_name": "SessionEnd", "reason": "exit"}, **env)
         assert end.returncode == 0 and end.stderr == ""
         episodes, _ = c.list_versions(projects=["shop"], tiers=["episodic"])
-        assert (
-            len(episodes) == 1
-            and episodes[0].session == SESSION
-            and set(episodes[0].source_ids) == {o.id for o in observed}
-        )
+        assert len(episodes) == 1 and episodes[0].session == SESSION and set(episodes[0].source_ids) == {
+            o.id for o in observed
+        }
 
     quiet = hook({"hook_event_name": "SessionEnd", "session_id": "nothing-logged"}, **env)
     assert quiet.returncode == 0 and quiet.stderr == ""  # no observations: nothing to end, and no noise

@@ -182,6 +182,29 @@ def test_search_runs_in_the_database_over_current_versions_only(nodes: list[Memo
     assert "USING gin" in str(indexes["memories_search"]) and "USING hnsw" in str(indexes["memories_embedding"])
 
 
+def test_the_vector_search_can_use_the_partial_hnsw_index(nodes: list[Memory], database_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The planner may take the HNSW index for the very query recall runs (a sequential scan, which
+    a table this small would rather have, ruled out). The text search's GIN index is checked by its
+    definition only: on a few rows the planner keeps to the small partial btree index."""
+    from agentmem.postgres.store import sql
+
+    a, _ = nodes
+    a.remember("The build cache bucket is amber-7", project="p")
+    seen: list[tuple[str, list[object]]] = []
+    real = a.engine.store.query  # type: ignore[attr-defined]
+    monkeypatch.setattr(a.engine.store, "query", lambda text, params=(), **kw: seen.append((text, list(params))) or
+                        real(text, params, **kw))  # fmt: skip
+    a.indexes.search_vector(a.embedder.embed(["build cache"])[0], 5, project="p")
+    with psycopg.connect(database_url) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        conn.execute("SET enable_seqscan = off")
+        ((text, params),) = seen
+        plan = " ".join(str(r[0]) for r in conn.execute("EXPLAIN " + sql(text), params).fetchall())  # type: ignore[arg-type]
+    assert "Index Scan using memories_embedding" in plan, plan
+
+
 def test_every_table_carries_the_project_in_its_primary_key(database_url: str, tmp_path: Path) -> None:
     _node(tmp_path, "n", database_url).close()
     keys = dict(
@@ -260,3 +283,17 @@ def test_the_database_url_comes_from_the_environment_or_the_config_file(tmp_path
     assert load(env={}).database_url == ""  # the data directory, as before
     with pytest.raises(ValidationError, match="postgresql://"):
         load(env={"AGENTMEM_DATABASE_URL": "mysql://db/agentmem"})
+
+
+def test_a_scheduled_job_runs_on_one_node_a_period(tmp_path: Path, database_url: str, clock) -> None:  # type: ignore[no-untyped-def]
+    a, b = (_node(tmp_path, name, database_url, clock=clock) for name in ("a", "b"))
+    try:
+        assert a.engine.claim_job("sweep", 3600) and not b.engine.claim_job("sweep", 3600)
+        assert b.engine.claim_job("consolidation", 3600)  # each job on its own
+        clock.advance(minutes=50)  # timers drift: a period counts from 90% of it
+        assert not a.engine.claim_job("sweep", 3600) and not b.engine.claim_job("sweep", 3600)
+        clock.advance(minutes=10)
+        assert b.engine.claim_job("sweep", 3600) and not a.engine.claim_job("sweep", 3600)
+    finally:
+        a.close()
+        b.close()

@@ -18,14 +18,14 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 # Stands in for the model package: hands out the real model's path only once the test says so, so
 # the test sees the "starting" state for certain, whatever the machine's speed.
-HELD_MODEL = """
+HELD_MODEL = '''
 import os, pathlib, time
 
 def get_model_path():
     while not pathlib.Path(os.environ["HELD_MODEL_GO"]).exists():
         time.sleep(0.05)
     return os.environ["HELD_MODEL_PATH"]
-"""
+'''
 
 
 def test_the_port_answers_while_the_model_loads(tmp_path: Path) -> None:

@@ -312,6 +312,21 @@ class PgStore(StoreOfRecord):
             )  # fmt: skip
         return ids
 
+    def claim_job(self, name: str, every_seconds: float, now: datetime) -> bool:
+        """One node of all runs a scheduled job each period: the first whose timer fires after the
+        period since the last run (recorded in `agentmem_meta`) claims it; the others skip it."""
+        key = f"job:{name}"
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+            row = conn.execute("SELECT value FROM agentmem_meta WHERE name = %s", [key]).fetchone()
+            if row is not None and (now - datetime.fromisoformat(row[0])).total_seconds() < 0.9 * every_seconds:
+                return False
+            conn.execute(
+                "INSERT INTO agentmem_meta VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                [key, now.isoformat()],
+            )
+        return True
+
     # -- reads PostgreSQL does its own way ------------------------------------
 
     def audit_page(self, **query: Any) -> tuple[list[AuditEntry], int | None]:

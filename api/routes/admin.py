@@ -45,12 +45,8 @@ async def ready(state: State) -> Response[Readiness]:
     lag = await run(mem.indexes.lag)
     stale = mem.index_stale
     body = Readiness(
-        ready=startup.is_ready and lag == 0 and not stale,
-        state=startup.state,
-        outbox_lag=lag,
-        index_stale=stale,
-        rebuild=state.rebuild.state,
-        degraded=mem.degraded,
+        ready=startup.is_ready and lag == 0 and not stale, state=startup.state, outbox_lag=lag,
+        index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded,
     )
     return Response(body, status_code=200 if body.ready else 503)
 

@@ -115,7 +115,9 @@ async def logout(request: Request) -> Response[Any]:  # type: ignore[type-arg]
 
 def _cookie(request: Request, value: str, max_age: int | None = None) -> Cookie:  # type: ignore[type-arg]
     secure = request.app.state.settings.viewer.secure_cookie or request.url.scheme == "https"
-    return Cookie(key=COOKIE, value=value, path="/ui", httponly=True, samesite="strict", secure=secure, max_age=max_age)
+    return Cookie(
+        key=COOKIE, value=value, path="/ui", httponly=True, samesite="strict", secure=secure, max_age=max_age
+    )
 
 
 # -- reading --------------------------------------------------------------------
