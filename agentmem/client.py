@@ -155,9 +155,11 @@ class Client:
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
+        include_superseded: bool = False,
     ) -> list[Hit]:
         body = {"query": query, "k": k, "project": project, "agent": agent, "tiers": list(tiers), "kinds": list(kinds),
-                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of}  # fmt: skip
+                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of,
+                "include_superseded": include_superseded or None}  # fmt: skip
         return self._call("POST", "/v1/recall", _Hits, json=_given(body)).hits  # type: ignore[no-any-return]
 
     def context(

@@ -52,6 +52,7 @@ class MemoryAPI(Protocol):
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
+        include_superseded: bool = False,
     ) -> list[Hit]: ...
     def context(
         self,

@@ -119,19 +119,32 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
             str | None,
             Field(description="ISO 8601 time, e.g. 2026-01-31T00:00:00Z: answer with what was valid then."),
         ] = None,
+        include_superseded: Annotated[
+            bool,
+            Field(
+                description="Also superseded versions, each under the one that replaced it: for what was true "
+                "before (where did I first..., what did we use before...)."
+            ),
+        ] = False,
         project: ProjectArg = None,
     ) -> dict[str, Any]:
-        """Search memories, best first: current ones only (superseded versions never come back), or with
-        `as_of` the versions that were valid at that time. `has_history` marks memories that replaced older
-        versions; read them with `history`."""
+        """Search memories, best first: current ones only (superseded versions never come back unless
+        `include_superseded`), or with `as_of` the versions that were valid at that time. `has_history` marks
+        memories that replaced older versions; read them with `history`. A hit with `older_than` states the
+        same thing as the newer hit it names, with an older value: prefer the newer one."""
 
         def run() -> dict[str, Any]:
-            hits = scoped.open().recall(query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of)
-            return {
-                "hits": [
-                    {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)} for h in hits
-                ]
-            }
+            hits = scoped.open().recall(
+                query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of,
+                include_superseded=include_superseded,
+            )  # fmt: skip
+            out = []
+            for h in hits:
+                item = {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)}
+                if h.older_than is not None:
+                    item["older_than"] = h.older_than
+                out.append(item)
+            return {"hits": out}
 
         return call(run)
 

@@ -14,11 +14,14 @@ from api.schemas import ContextRequest, RecallReply, RecallRequest
 def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
     """Hybrid BM25 + vector recall within one project, ranked by relevance and currentness.
     With `as_of`, answers over every version valid at that time. `include_history` adds each
-    hit's older versions."""
+    hit's older versions. `include_superseded` ranks superseded versions in too (each under the
+    current version of its lineage, with its death record). A hit with `older_than` states the
+    same slot as a newer hit of the reply, with another value."""
     project = who.project(data.project)
     hits = mem.recall(
-        data.query, project=project, k=data.k, agent=data.agent, tiers=data.tiers, kinds=data.kinds, as_of=data.as_of
-    )
+        data.query, project=project, k=data.k, agent=data.agent, tiers=data.tiers, kinds=data.kinds, as_of=data.as_of,
+        include_superseded=data.include_superseded,
+    )  # fmt: skip
     history = {}
     if data.include_history:
         history = {str(h.memory.lineage_id): mem.history(h.memory.id) for h in hits if h.has_history}

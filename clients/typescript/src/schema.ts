@@ -422,7 +422,9 @@ export interface paths {
          * Recall current memories
          * @description Hybrid BM25 + vector recall within one project, ranked by relevance and currentness.
          *     With `as_of`, answers over every version valid at that time. `include_history` adds each
-         *     hit's older versions.
+         *     hit's older versions. `include_superseded` ranks superseded versions in too (each under the
+         *     current version of its lineage, with its death record). A hit with `older_than` states the
+         *     same slot as a newer hit of the reply, with another value.
          */
         post: operations["V1RecallRecall"];
         delete?: never;
@@ -842,6 +844,7 @@ export interface components {
             score: number;
             parts: components["schemas"]["ScoreParts"];
             has_history: boolean;
+            older_than?: number | null;
         };
         /** ImportReply */
         ImportReply: {
@@ -1064,6 +1067,8 @@ export interface components {
             as_of?: string | null;
             /** @default false */
             include_history?: boolean;
+            /** @default false */
+            include_superseded?: boolean;
         };
         /** RememberResult */
         RememberResult: {

@@ -1,0 +1,143 @@
+"""The newer statement wins inside a slot, at recall time.
+
+A rule may not be sure enough to supersede an old memory, and observations never supersede at
+all. Recall still has to say which of two hits is current when both state the same slot with
+different values. Two hits do when a sentence of each (split by sentencex) that states
+something (it holds a value: a number, a name, a version) either
+
+- passes a supersession rule's same-slot test (`agentmem.supersede`: a new value, a new state,
+  a stated move), or
+- answers the query the same way with another value: the two sentences that best match the
+  query share at least `query_words` of its content words, and at least half of those either
+  one has ("4 projects since starting painting classes" and "3 new brushes for the painting
+  classes" share only the classes), and each has a value the other
+  lacks, of one shape (a number for a number, or a name for a name). "My highest score in
+  Ticket to Ride is 124" and, later, "I just got my highest score in Ticket to Ride - 132
+  points" for "what is my highest score in Ticket to Ride?".
+
+Then the newer hit (later `valid_from`, then later id) ranks above the older one, wherever it
+ranked, and the older one carries `older_than` = the newer one's id. In a plain recall the older
+statements go under the other hits compared (what is current comes first); asked for history
+(`include_superseded`), each goes directly under its newer one. Nothing is deleted, and scores
+are kept as they were: the order is by score except for these moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import msgspec
+from sentencex import segment
+
+from agentmem.records import Hit
+from agentmem.supersede import NUMBER_WORDS, Words, moved, new_state, new_value, words
+
+# Question words say what is asked, not which slot.
+_ASKING = frozenset(words("how many much what which where who whom whose why").words)
+SENTENCES_PER_HIT = 3  # the sentences that best match the query are the ones compared
+
+
+class Claim(msgspec.Struct, frozen=True):
+    """A sentence that states something, with the words the rules read off it."""
+
+    text: str
+    words: Words
+
+
+@lru_cache(maxsize=16_384)
+def claims(text: str) -> tuple[Claim, ...]:
+    """The sentences of `text` that hold a value, each with its words."""
+    out = []
+    for line in text.split("\n"):
+        for piece in segment("en", line):
+            s = " ".join(piece.split())
+            if s and (w := words(s)).values:
+                out.append(Claim(s, w))
+    return tuple(out)
+
+
+def query_words(query: str) -> frozenset[str]:
+    """The query's content words, as `supersede.words` reads them, less the question words."""
+    return frozenset(words(query).words) - _ASKING
+
+
+def _numeric(word: str) -> bool:
+    return any(c.isdigit() for c in word) or word in NUMBER_WORDS
+
+
+def _other_value(a: Words, b: Words) -> bool:
+    """Each has a value the other lacks, of one shape: a number for a number, or a name for a name."""
+    gained, lost = b.values - a.values, a.values - b.values
+    numbers = any(map(_numeric, gained)) and any(map(_numeric, lost))
+    names = not all(map(_numeric, gained)) and not all(map(_numeric, lost))
+    return bool(gained and lost) and (numbers or names)
+
+
+def _best(text: str, query: frozenset[str]) -> list[tuple[int, Claim]]:
+    """The claims of `text` with the most query words, most first: (how many, claim)."""
+    scored = [(len(query & set(c.words.words)), c) for c in claims(text)]
+    scored.sort(key=lambda sc: -sc[0])
+    return scored[:SENTENCES_PER_HIT]
+
+
+def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -> bool:
+    """`newer` states a slot that `older` states, with another value (see the module docstring)."""
+    a, b = _best(older, query), _best(newer, query)
+    for na, ca in a:
+        for nb, cb in b:
+            if new_value(ca.words, cb.words) or new_state(ca.words, cb.words) or moved(ca.words, cb.words):
+                return True
+            shared = query & set(ca.words.words) & set(cb.words.words)
+            enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
+            if enough and _other_value(ca.words, cb.words):
+                return True
+    return False
+
+
+def newer_first(
+    hits: Sequence[Hit], query: str, *, window: int, query_words_needed: int, sink: bool = True
+) -> list[Hit]:
+    """`hits` (best first) with each newer statement of a slot placed above the older one, and the
+    older one marked `older_than`; with `sink`, the older statements go under every other hit of
+    the first `window` (what is current first), else each directly under its newer one (history:
+    what changed, in order). Only the first `window` hits are compared."""
+    head, tail = list(hits[:window]), list(hits[window:])
+    q = query_words(query)
+
+    def when(h: Hit) -> tuple[object, int]:
+        return (h.memory.valid_from, h.memory.id)
+
+    newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
+    for i, older in enumerate(head):
+        for j, newer in enumerate(head):
+            if i == j or older.memory.lineage_id == newer.memory.lineage_id or not when(older) < when(newer):
+                continue
+            if older.memory.content != newer.memory.content and same_slot(
+                older.memory.content, newer.memory.content, q, query_words_needed
+            ):
+                newer_of.setdefault(i, []).append(j)
+    if not newer_of:
+        return list(hits)
+    placed: list[int] = []
+    done: set[int] = set()
+
+    def place(i: int) -> None:
+        done.add(i)
+        for j in sorted(newer_of.get(i, ())):
+            if j not in done:
+                place(j)
+        placed.append(i)
+
+    for i in range(len(head)):
+        if i not in done:
+            place(i)
+    out: list[Hit] = []
+    sunk: list[Hit] = []
+    for i in placed:
+        h = head[i]
+        if i in newer_of:
+            newest = max(newer_of[i], key=lambda j: when(head[j]))
+            h = msgspec.structs.replace(h, older_than=head[newest].memory.id)
+        (sunk if sink and i in newer_of else out).append(h)
+    return out + sunk + tail
