@@ -66,6 +66,9 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     q.add_argument("--tier", action="append", default=[])
     q.add_argument("--kind", action="append", default=[])
     q.add_argument("--as-of")
+    q.add_argument(
+        "--include-superseded", action="store_true", help="rank superseded versions in too, each under its successor"
+    )
 
     for name, text in (("get", "show one version"), ("history", "show every version of a memory's lineage")):
         c = sub.add_parser(name, help=text)
@@ -161,7 +164,12 @@ def _history_text(versions: list[MemoryVersion]) -> str:
 def _hits_text(hits: list[Hit]) -> str:
     if not hits:
         return "no memories found"
-    return "\n".join(f"{h.score:.4f}  {_line(h.memory)}" for h in hits)
+    return "\n".join(
+        f"{h.score:.4f}  {_line(h.memory)}"
+        + (f"  (older than #{h.older_than})" if h.older_than is not None else "")
+        + (f"  (superseded by #{h.memory.superseded_by})" if h.memory.superseded_by is not None else "")
+        for h in hits
+    )
 
 
 def _open(path: str, mode: str) -> IO[Any]:
@@ -205,6 +213,7 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
                 tiers=args.tier,
                 kinds=args.kind,
                 as_of=args.as_of,
+                include_superseded=args.include_superseded,
             )
             _out(args, hits, _hits_text(hits))
         elif cmd == "get":
@@ -252,8 +261,10 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
     if cmd == "sweep":
         r = mem.sweep(dry_run=args.dry_run, limit=args.limit, projects=args.project, threshold=args.threshold)
         verb = "would archive" if r.dry_run else "archived"
-        lines = [f"{verb} {r.archived} faded and {r.expired} expired of {r.examined} current memories "
-                 f"(threshold {r.threshold}, {r.left_for_next_run} left for the next run, {r.took_ms:.0f} ms)"]
+        lines = [
+            f"{verb} {r.archived} faded and {r.expired} expired of {r.examined} current memories "
+            f"(threshold {r.threshold}, {r.left_for_next_run} left for the next run, {r.took_ms:.0f} ms)"
+        ]
         lines += [f"  #{i.id} {i.action} ({i.kind}, {i.project}) retention {i.retention}" for i in r.items[:50]]
         _out(args, r, "\n".join(lines))
     elif cmd == "archived":
@@ -298,8 +309,11 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
     elif cmd == "audit":
         entries, _ = mem.audit(projects=args.project, actions=args.action, since=args.since, until=args.until,
                                memory_id=args.memory, limit=args.limit)  # fmt: skip
-        text = [f"{e.created_at:%Y-%m-%d %H:%M:%S} {e.action} by {e.actor}: {e.affected} in {e.project or '*'}"
-                f"{f' #{e.memory_id}' if e.memory_id else ''}{f' ({e.reason})' if e.reason else ''}" for e in entries]
+        text = [
+            f"{e.created_at:%Y-%m-%d %H:%M:%S} {e.action} by {e.actor}: {e.affected} in {e.project or '*'}"
+            f"{f' #{e.memory_id}' if e.memory_id else ''}{f' ({e.reason})' if e.reason else ''}"
+            for e in entries
+        ]
         _out(args, entries, "\n".join(text) or "no audit entries")
 
 
@@ -320,9 +334,7 @@ def _opener(args: argparse.Namespace) -> Opener:
     return open_local
 
 
-def main(
-    argv: Sequence[str] | None = None, *, open_memory: Opener | None = None, extra: Extra | None = None
-) -> int:
+def main(argv: Sequence[str] | None = None, *, open_memory: Opener | None = None, extra: Extra | None = None) -> int:
     """Run one command; returns 0, or the exit code of the error it met (2 bad input, 3 not found,
     4 data directory in use by another process, 1 others).
 

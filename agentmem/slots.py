@@ -15,6 +15,9 @@ something (it holds a value: a number, a name, a version) either
   Ticket to Ride is 124" and, later, "I just got my highest score in Ticket to Ride - 132
   points" for "what is my highest score in Ticket to Ride?".
 
+Two texts that are each a question and its answer state the same slot when they ask the same
+question (`supersede.question_slot`), and never otherwise.
+
 Then the newer hit (later `valid_from`, then later id) ranks above the older one, wherever it
 ranked, and the older one carries `older_than` = the newer one's id. In a plain recall the older
 statements go under the other hits compared (what is current comes first); asked for history
@@ -31,7 +34,7 @@ import msgspec
 from sentencex import segment
 
 from agentmem.records import Hit
-from agentmem.supersede import NUMBER_WORDS, Words, moved, new_state, new_value, words
+from agentmem.supersede import NUMBER_WORDS, Words, moved, new_state, new_value, question_slot, words
 
 # Question words say what is asked, not which slot.
 _ASKING = frozenset(words("how many much what which where who whom whose why").words)
@@ -83,6 +86,9 @@ def _best(text: str, query: frozenset[str]) -> list[tuple[int, Claim]]:
 
 def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -> bool:
     """`newer` states a slot that `older` states, with another value (see the module docstring)."""
+    qa, qb = question_slot(older), question_slot(newer)
+    if qa is not None and qb is not None:
+        return qa[0] == qb[0] and qa[1] != qb[1]  # a question and its answer: the question is the slot
     a, b = _best(older, query), _best(newer, query)
     for na, ca in a:
         for nb, cb in b:

@@ -28,7 +28,8 @@ by its words. A plain-text memory replaces another in two ways:
   "We no longer use Jenkins"). It needs `marked_cosine`.
 - *a new answer*: both are a question and its answer ("Who leads the payments team? Priya."),
   the same question (normalised tokens) with another answer; at `value_cosine`. Two different
-  questions are two slots: neither replaces the other by any rule.
+  questions with different answers are two slots: neither replaces the other by any rule (with
+  the same answer, a paraphrased question may restate the other).
 
 Events and observations never supersede and are never superseded. Memories filed under
 different keys or triple slots never meet.
@@ -473,10 +474,10 @@ def decide(
         if cos is not None and cos < floor:
             continue
         old_slot = question_slot(cand.content)
-        if new_slot is not None and old_slot is not None:
+        if new_slot is not None and old_slot is not None and old_slot[1] != new_slot[1]:
             if old_slot[0] != new_slot[0]:
-                continue  # two questions are two slots
-            if old_slot[1] != new_slot[1] and (cos is None or cos >= thresholds.value_cosine):
+                continue  # another question with another answer: another slot
+            if cos is None or cos >= thresholds.value_cosine:
                 return Decision(
                     "superseded", target=cand, reason="new answer", similarity=round(sim, 4), near=hints(cand.id)
                 )

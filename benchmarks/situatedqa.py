@@ -11,12 +11,18 @@ triple, every version of every fact in one store in date order, with the clock a
 date. Questions whose answer never changed (one dated version) go in too: a rule that kills one
 of them kills a live fact.
 
-  current@1   (facts that changed) the top hit for the question is the fact's current version
-  dead@5      (same facts) an earlier version of the fact is in the top 5
-  kept@1      (facts that never changed) the top hit is the fact's only version
+  current@1   (facts that changed) the top hit for the question gives the fact's current answer
+              (and none of its earlier ones)
+  dead@5      (same facts) one of the fact's own earlier versions is in the top 5
+  kept@1      (facts that never changed) the top hit gives the fact's only answer
+
+For current@1 and as_of@1 a hit counts by the answer it gives, not by the row it came from: the
+data set asks many questions twice in other words ("who has the most nba points in a game", "who
+has scored the most points in a nba game"), and a paraphrase that gives the current answer
+answers the question.
   as_of@1     each dated question variant ("... as of 2015") asked with `as_of` = that date
-              (a year alone is its first day): the top hit is this fact's and holds an answer
-              the annotators gave for that date
+              (a year alone is its first day): the top hit gives an answer the annotators gave
+              for that date
   oracle      as_of's ceiling: the version valid at that date by the recorded start dates holds
               such an answer (annotators date some answers differently from the timelines)
 
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -148,8 +155,10 @@ def load(path: Path, limit: int | None) -> list[Fact]:
 
 
 def holds(text: str, answers: Sequence[str]) -> bool:
-    low = text.lower()
-    return any(a.lower().strip() in low for a in answers if a.strip())
+    """The answer part of a version's text ("Q? A.") gives one of `answers`, as whole words ("15" is
+    not in "2015")."""
+    low = text.partition("?")[2].lower()
+    return any(re.search(rf"(?<!\w){re.escape(a.lower().strip())}(?!\w)", low) for a in answers if a.strip())
 
 
 def valid_at(f: Fact, d: datetime) -> Version | None:
@@ -165,7 +174,6 @@ def agentmem_run(facts: list[Fact], embedder: CachedEmbedder, work: Path) -> tup
     each probe date): per fact, its measures; and how many remembers superseded something."""
     clock = Clock(NOW)
     where = Path(tempfile.mkdtemp(prefix="sqa-", dir=work))
-    owner: dict[str, tuple[int, int]] = {}
     superseded = 0
     out: dict[int, dict[str, Any]] = {}
     try:
@@ -176,24 +184,19 @@ def agentmem_run(facts: list[Fact], embedder: CachedEmbedder, work: Path) -> tup
                 v = facts[fid].versions[i]
                 r = mem.remember(v.text, project=PROJECT, source_ref=f"{fid}:{i}", valid_from=start)
                 superseded += r.outcome == "superseded"
-                owner[v.text] = (fid, i)
             clock.now = NOW
             for f in progress(facts, desc="recall", unit="fact"):
-                ranked = [_ref(h.memory.source_ref) for h in mem.recall(f.question, project=PROJECT, k=5)]
+                ranked = [
+                    (h.memory.content, h.memory.source_ref or "") for h in mem.recall(f.question, project=PROJECT, k=5)
+                ]
                 as_of = []
                 for d, answers in f.probes:
                     top = mem.recall(f.question, project=PROJECT, k=1, as_of=d)
-                    ref = _ref(top[0].memory.source_ref) if top else None
-                    as_of.append(ref is not None and ref[0] == f.id and holds(f.versions[ref[1]].answer, answers))
+                    as_of.append(bool(top) and holds(top[0].memory.content, answers))
                 out[f.id] = scores(f, ranked, as_of)
     finally:
         shutil.rmtree(where, ignore_errors=True)
     return out, superseded
-
-
-def _ref(source_ref: str | None) -> tuple[int, int]:
-    fid, i = (source_ref or "-1:-1").split(":")
-    return int(fid), int(i)
 
 
 def naive_run(facts: list[Fact], cache: VectorCache) -> dict[int, dict[str, Any]]:
@@ -203,25 +206,28 @@ def naive_run(facts: list[Fact], cache: VectorCache) -> dict[int, dict[str, Any]
     out = {}
     for f in facts:
         sims = vectors @ cache.get([f.question])[0]
-        ranked = [(items[j][0], items[j][1]) for j in np.argsort(-sims, kind="stable")[:5]]
+        ranked = [(items[j][2].text, f"{items[j][0]}:{items[j][1]}") for j in np.argsort(-sims, kind="stable")[:5]]
         as_of = []
         for d, answers in f.probes:
             masked = np.where(starts <= d.timestamp(), sims, -np.inf)
             j = int(np.argmax(masked))
-            ok = np.isfinite(masked[j]) and items[j][0] == f.id and holds(items[j][2].answer, answers)
+            ok = np.isfinite(masked[j]) and holds(items[j][2].text, answers)
             as_of.append(bool(ok))
         out[f.id] = scores(f, ranked, as_of)
     return out
 
 
-def scores(f: Fact, ranked: list[tuple[int, int]], as_of: list[bool]) -> dict[str, Any]:
-    last = len(f.versions) - 1
-    top = ranked[0] if ranked else None
+def scores(f: Fact, ranked: list[tuple[str, str]], as_of: list[bool]) -> dict[str, Any]:
+    """`ranked`: (text, source_ref) of the top hits. The top hit is current when it gives the current
+    answer (another row's paraphrase of the question that does counts); a dead version is one of
+    this fact's own earlier versions."""
+    current, dead = f.versions[-1].answer, [v.answer for v in f.versions[:-1]]
+    own_dead = {f"{f.id}:{i}" for i in range(len(f.versions) - 1)}
     return {
-        "top1_current": top == (f.id, last),
-        "dead5": any(fid == f.id and i < last for fid, i in ranked[:5]),
+        "top1_current": bool(ranked) and holds(ranked[0][0], [current]) and not holds(ranked[0][0], dead),
+        "dead5": any(ref in own_dead for _, ref in ranked[:5]),
         "as_of": as_of,
-        "oracle": [(v := valid_at(f, d)) is not None and holds(v.answer, answers) for d, answers in f.probes],
+        "oracle": [(v := valid_at(f, d)) is not None and holds(v.text, answers) for d, answers in f.probes],
     }
 
 
