@@ -8,7 +8,8 @@ something (it holds a value: a number, a name, a version) either
 - passes a supersession rule's same-slot test (`agentmem.supersede`: a new value, a new state,
   a stated move), or
 - answers the query the same way with another value: the two sentences that best match the
-  query share at least `query_words` of its content words, and at least half of those either
+  query share at least `query_words` of its content words (not names: those say whose slot,
+  not which), and at least half of those either
   one has ("4 projects since starting painting classes" and "3 new brushes for the painting
   classes" share only the classes), and each has a value the other
   lacks, of one shape (a number for a number, or a name for a name). "My highest score in
@@ -18,7 +19,7 @@ something (it holds a value: a number, a name, a version) either
 Two texts that are each a question and its answer state the same slot when they ask the same
 question (`supersede.question_slot`), and never otherwise.
 
-Then the newer hit (later `valid_from`, then later id) ranks above the older one, wherever it
+Then the newer hit (strictly later `valid_from`) ranks above the older one, wherever it
 ranked, and the older one carries `older_than` = the newer one's id. In a plain recall the older
 statements go under the other hits compared (what is current comes first); asked for history
 (`include_superseded`), each goes directly under its newer one. Nothing is deleted, and scores
@@ -28,6 +29,7 @@ are kept as they were: the order is by score except for these moves.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from functools import lru_cache
 
 import msgspec
@@ -48,14 +50,18 @@ class Claim(msgspec.Struct, frozen=True):
     words: Words
 
 
+MIN_WORDS = 1  # descriptive words a claim needs besides its values and names: "Thanks, Mel!" states nothing
+
+
 @lru_cache(maxsize=16_384)
 def claims(text: str) -> tuple[Claim, ...]:
-    """The sentences of `text` that hold a value, each with its words."""
+    """The sentences of `text` that state something: a value, and a word that says
+    what the value is of. Each with its words."""
     out = []
     for line in text.split("\n"):
         for piece in segment("en", line):
             s = " ".join(piece.split())
-            if s and (w := words(s)).values:
+            if s and (w := words(s)).values and len(set(w.words) - w.values - w.maybe) >= MIN_WORDS:
                 out.append(Claim(s, w))
     return tuple(out)
 
@@ -77,9 +83,14 @@ def _other_value(a: Words, b: Words) -> bool:
     return bool(gained and lost) and (numbers or names)
 
 
+def _described(c: Claim) -> set[str]:
+    """The words of a claim that describe its slot: its words less its values and names."""
+    return set(c.words.words) - c.words.values - c.words.maybe
+
+
 def _best(text: str, query: frozenset[str]) -> list[tuple[int, Claim]]:
-    """The claims of `text` with the most query words, most first: (how many, claim)."""
-    scored = [(len(query & set(c.words.words)), c) for c in claims(text)]
+    """The claims of `text` with the most query words describing their slot, most first: (how many, claim)."""
+    scored = [(len(query & _described(c)), c) for c in claims(text)]
     scored.sort(key=lambda sc: -sc[0])
     return scored[:SENTENCES_PER_HIT]
 
@@ -94,7 +105,7 @@ def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -
         for nb, cb in b:
             if new_value(ca.words, cb.words) or new_state(ca.words, cb.words) or moved(ca.words, cb.words):
                 return True
-            shared = query & set(ca.words.words) & set(cb.words.words)
+            shared = query & _described(ca) & _described(cb)  # names alone ("Caroline") are no slot
             enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
             if enough and _other_value(ca.words, cb.words):
                 return True
@@ -111,12 +122,13 @@ def newer_first(
     head, tail = list(hits[:window]), list(hits[window:])
     q = query_words(query)
 
-    def when(h: Hit) -> tuple[object, int]:
-        return (h.memory.valid_from, h.memory.id)
+    def when(h: Hit) -> datetime:
+        return h.memory.valid_from
 
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
         for j, newer in enumerate(head):
+            # strictly later: statements of one moment (a conversation imported at once) are not ordered
             if i == j or older.memory.lineage_id == newer.memory.lineage_id or not when(older) < when(newer):
                 continue
             if older.memory.content != newer.memory.content and same_slot(
