@@ -95,21 +95,31 @@ def _best(text: str, query: frozenset[str]) -> list[tuple[int, Claim]]:
     return scored[:SENTENCES_PER_HIT]
 
 
-def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -> bool:
-    """`newer` states a slot that `older` states, with another value (see the module docstring)."""
-    qa, qb = question_slot(older), question_slot(newer)
-    if qa is not None and qb is not None:
-        return qa[0] == qb[0] and qa[1] != qb[1]  # a question and its answer: the question is the slot
-    a, b = _best(older, query), _best(newer, query)
+@lru_cache(maxsize=65_536)
+def _rule_slot(a: Words, b: Words) -> bool:
+    """A supersession rule's same-slot test between two claims (cached: a store's claims meet again
+    and again, whatever the query)."""
+    return new_value(a, b) or new_state(a, b) or moved(a, b)
+
+
+def _same(a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int) -> bool:
     for na, ca in a:
         for nb, cb in b:
-            if new_value(ca.words, cb.words) or new_state(ca.words, cb.words) or moved(ca.words, cb.words):
+            if _rule_slot(ca.words, cb.words):
                 return True
             shared = query & _described(ca) & _described(cb)  # names alone ("Caroline") are no slot
             enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
             if enough and _other_value(ca.words, cb.words):
                 return True
     return False
+
+
+def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -> bool:
+    """`newer` states a slot that `older` states, with another value (see the module docstring)."""
+    qa, qb = question_slot(older), question_slot(newer)
+    if qa is not None and qb is not None:
+        return qa[0] == qb[0] and qa[1] != qb[1]  # a question and its answer: the question is the slot
+    return _same(_best(older, query), _best(newer, query), query, query_words)
 
 
 def newer_first(
@@ -125,15 +135,24 @@ def newer_first(
     def when(h: Hit) -> datetime:
         return h.memory.valid_from
 
+    slots = [question_slot(h.memory.content) for h in head]
+    best = [_best(h.memory.content, q) for h in head]
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
+        if slots[i] is None and not best[i]:
+            continue  # states nothing this query or a rule can pair
         for j, newer in enumerate(head):
             # strictly later: statements of one moment (a conversation imported at once) are not ordered
             if i == j or older.memory.lineage_id == newer.memory.lineage_id or not when(older) < when(newer):
                 continue
-            if older.memory.content != newer.memory.content and same_slot(
-                older.memory.content, newer.memory.content, q, query_words_needed
-            ):
+            if older.memory.content == newer.memory.content:
+                continue
+            a, b = slots[i], slots[j]
+            if a is not None and b is not None:
+                same = a[0] == b[0] and a[1] != b[1]
+            else:
+                same = _same(best[i], best[j], q, query_words_needed)
+            if same:
                 newer_of.setdefault(i, []).append(j)
     if not newer_of:
         return list(hits)
