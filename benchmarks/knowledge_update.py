@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ranks[path] = first_ranks(ranked, with_history, turns)
                 superseded[path] += counts["superseded"]
             per_q.append({
-                "id": q["question_id"], "question": q["question"], "part": part_of(q["question_id"]),
+                "id": q["question_id"], "part": part_of(q["question_id"]),  # no data text in results
                 "current": current, "earlier": earlier, "scores": scores, "ranks": ranks,
             })  # fmt: skip
     finally:

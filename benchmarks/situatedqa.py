@@ -281,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "superseded": superseded,
         "targets": TARGETS,
         "summary": summarise(facts, runs),
-        "per_fact": [{"question": f.question, "part": f.part, **{n: r[f.id] for n, r in runs.items()}} for f in facts],
+        # by the fact's place in the loaded data, not its text: results hold no data text
+        "per_fact": [{"fact": f.id, "part": f.part, **{n: r[f.id] for n, r in runs.items()}} for f in facts],
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine_info(),
     }
