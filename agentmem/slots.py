@@ -22,8 +22,9 @@ question (`supersede.question_slot`), and never otherwise.
 Then the newer hit (strictly later `valid_from`) ranks above the older one, wherever it
 ranked, and the older one carries `older_than` = the newer one's id. In a plain recall the older
 statements go under the other hits compared (what is current comes first); asked for history
-(`include_superseded`), each goes directly under its newer one. Nothing is deleted, and scores
-are kept as they were: the order is by score except for these moves.
+(`include_superseded`), each goes directly under its newer one. Events take no part (a later
+event does not make an earlier one untrue). Nothing is deleted, and scores are kept as they
+were: the order is by score except for these moves.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ from agentmem.supersede import NUMBER_WORDS, Words, moved, new_state, new_value,
 
 # Question words say what is asked, not which slot.
 _ASKING = frozenset(words("how many much what which where who whom whose why").words)
-SENTENCES_PER_HIT = 3  # the sentences that best match the query are the ones compared
+SENTENCES_PER_HIT = 3
+# An event is a thing that happened or was said: a later one does not make it older news ("we
+# met twice" stays true of its day). Events take no part, as they never supersede.
+TIMELESS = frozenset({"event"})  # the sentences that best match the query are the ones compared
 
 
 class Claim(msgspec.Struct, frozen=True):
@@ -135,15 +139,18 @@ def newer_first(
     def when(h: Hit) -> datetime:
         return h.memory.valid_from
 
+    timeless = [h.memory.kind in TIMELESS for h in head]
     slots = [question_slot(h.memory.content) for h in head]
     best = [_best(h.memory.content, q) for h in head]
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
-        if slots[i] is None and not best[i]:
-            continue  # states nothing this query or a rule can pair
+        if timeless[i] or (slots[i] is None and not best[i]):
+            continue  # an event, or states nothing this query or a rule can pair
         for j, newer in enumerate(head):
             # strictly later: statements of one moment (a conversation imported at once) are not ordered
-            if i == j or older.memory.lineage_id == newer.memory.lineage_id or not when(older) < when(newer):
+            if i == j or timeless[j] or older.memory.lineage_id == newer.memory.lineage_id:
+                continue
+            if not when(older) < when(newer):
                 continue
             if older.memory.content == newer.memory.content:
                 continue

@@ -159,3 +159,13 @@ def test_real_model_cli_example_and_conversation(tmp_path: Path, real_embedder) 
         hits = mem.recall("How many projects have I completed since starting painting classes?", project=P, k=5)
         ids = [h.memory.id for h in hits]
         assert ids.index(new) < ids.index(old) and hits[ids.index(old)].older_than == new
+
+
+def test_events_take_no_part(memory: Memory, clock: Clock) -> None:
+    clock.now = AUGUST
+    old = memory.observe([NewMemory(content="My highest score in Ticket to Ride is 124 points.", project=P,
+                                    kind="event", valid_from=AUGUST)])[0].id  # fmt: skip
+    new = memory.observe([NewMemory(content="I just got my highest score in Ticket to Ride - 132 points!", project=P,
+                                    kind="event", valid_from=OCTOBER)])[0].id  # fmt: skip
+    hits = memory.recall("What is my highest score in Ticket to Ride?", project=P, k=2)
+    assert {h.memory.id for h in hits} == {old, new} and all(h.older_than is None for h in hits)
