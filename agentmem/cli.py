@@ -72,6 +72,9 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     q.add_argument("--kind", action="append", default=[])
     q.add_argument("--as-of")
     q.add_argument("--time-range", help="boost memories from then: 'last week', 'in March', or START/END in ISO 8601")
+    q.add_argument(
+        "--include-superseded", action="store_true", help="rank superseded versions in too, each under its successor"
+    )
 
     for name, text in (("get", "show one version"), ("history", "show every version of a memory's lineage")):
         c = sub.add_parser(name, help=text)
@@ -167,7 +170,12 @@ def _history_text(versions: list[MemoryVersion]) -> str:
 def _hits_text(hits: list[Hit]) -> str:
     if not hits:
         return "no memories found"
-    return "\n".join(f"{h.score:.4f}  {_line(h.memory)}" for h in hits)
+    return "\n".join(
+        f"{h.score:.4f}  {_line(h.memory)}"
+        + (f"  (older than #{h.older_than})" if h.older_than is not None else "")
+        + (f"  (superseded by #{h.memory.superseded_by})" if h.memory.superseded_by is not None else "")
+        for h in hits
+    )
 
 
 def _open(path: str, mode: str) -> IO[Any]:
@@ -212,6 +220,7 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
                 kinds=args.kind,
                 as_of=args.as_of,
                 time_range=args.time_range,
+                include_superseded=args.include_superseded,
             )
             _out(args, hits, _hits_text(hits))
         elif cmd == "get":

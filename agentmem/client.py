@@ -152,9 +152,10 @@ class Client:
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
         time_range: TimeRange | dict[str, Any] | str | None = None,
+        include_superseded: bool = False,
     ) -> list[Hit]:
         return self.search(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, as_of=as_of,
-                           time_range=time_range).hits  # fmt: skip
+                           time_range=time_range, include_superseded=include_superseded).hits  # fmt: skip
 
     def search(
         self,
@@ -167,10 +168,12 @@ class Client:
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
         time_range: TimeRange | dict[str, Any] | str | None = None,
+        include_superseded: bool = False,
     ) -> Recalled:
         span = None if time_range is None else msgspec.to_builtins(time_range)
         body = {"query": query, "k": k, "project": project, "agent": agent, "tiers": list(tiers), "kinds": list(kinds),
-                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of, "time_range": span}  # fmt: skip
+                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of, "time_range": span,
+                "include_superseded": include_superseded or None}  # fmt: skip
         return self._call("POST", "/v1/recall", Recalled, json=_given(body))  # type: ignore[no-any-return]
 
     def context(

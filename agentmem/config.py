@@ -49,6 +49,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     max_name_chars: int = 200
     shortlist: int = 20  # candidates per index for the supersession check
     recall_candidates: int = 50  # per index, at least; grows with k
+    slot_window: int = 20  # the best hits compared for the same slot stated twice (agentmem.slots); 0: off
+    slot_query_words: int = 2  # query words two sentences must share to answer it as one slot
     max_k: int = 1000
     access_flush_every: int = 256  # pending ids that wake the background writer early
     access_flush_seconds: float = 2.0  # how often access counts reach DuckDB, off the recall path
@@ -59,5 +61,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if "fact" not in self.kinds:
             raise ValueError("kinds must keep 'fact' (unknown kinds age like facts)")
+        if self.slot_window < 0 or self.slot_query_words < 1:
+            raise ValueError("slot_window must be at least 0 and slot_query_words at least 1")
         if self.sweep_max < 1:
             raise ValueError("sweep_max must be at least 1")

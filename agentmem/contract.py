@@ -53,6 +53,7 @@ class MemoryAPI(Protocol):
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
         time_range: TimeRange | dict[str, Any] | str | None = None,
+        include_superseded: bool = False,
     ) -> list[Hit]: ...
     def search(
         self,
@@ -65,6 +66,7 @@ class MemoryAPI(Protocol):
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
         time_range: TimeRange | dict[str, Any] | str | None = None,
+        include_superseded: bool = False,
     ) -> Recalled: ...
     def context(
         self,

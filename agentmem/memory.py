@@ -29,9 +29,10 @@ from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
 from agentmem.provider import Provider
-from agentmem.recall import as_of_candidates, fuse
+from agentmem.recall import as_of_candidates, fuse, stored_candidates, under_successors
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention, retention
+from agentmem.slots import newer_first
 from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
 from indexes.embed import Embedder, embed_query
@@ -205,15 +206,22 @@ class Memory:
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
         time_range: TimeRange | dict[str, Any] | str | None = None,
+        include_superseded: bool = False,
     ) -> list[Hit]:
         """The k memories that best answer `query`: hybrid search, then ranked by currentness.
 
-        With `as_of`, answers from DuckDB over every version that was valid at that time. Time named in
+        When two hits state the same slot with different values, the newer one ranks first and the
+        older one names it in `older_than`, ranked under the other hits (see agentmem.slots).
+
+        With `as_of`, answers from DuckDB over every version that was valid at that time. With
+        `include_superseded`, superseded versions that match are ranked in too, each under the
+        current version of its lineage, with its death record, and an older statement of a slot
+        goes directly under its newer one: for questions about what was true before. Time named in
         the query ("last Saturday", "in March"), or an explicit `time_range`, boosts the memories whose
         valid_from falls in that window (see `search`, which also says which window it understood).
         """
         return self.search(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, as_of=as_of,
-                           time_range=time_range).hits  # fmt: skip
+                           time_range=time_range, include_superseded=include_superseded).hits  # fmt: skip
 
     def search(
         self,
@@ -226,6 +234,7 @@ class Memory:
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
         time_range: TimeRange | dict[str, Any] | str | None = None,
+        include_superseded: bool = False,
     ) -> Recalled:
         """Recall, with the time window it understood and what it did without (see agentmem.timewindow).
 
@@ -241,7 +250,12 @@ class Memory:
         tiers = validate.choices(tiers, TIERS, "tier")
         kinds = validate.choices(kinds, self.config.kinds, "kind")
         when = validate.utc(as_of, "as_of")
+        if not isinstance(include_superseded, bool):
+            raise ValidationError("include_superseded: expected true or false")
+        if include_superseded and when is not None:
+            raise ValidationError("include_superseded and as_of: as_of already answers from every version valid then")
         window = timewindow.understand(query, time_range, when or self.clock())
+        slot_window, needed = self.config.slot_window, self.config.slot_query_words
         if when is not None:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds))  # fmt: skip
@@ -250,7 +264,9 @@ class Memory:
                 self._vector_error = None
             n = max(self.config.recall_candidates, 4 * k)
             found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, scope)
-            hits = fuse(*found, now=when, k=k, weights=self.config.weights, kinds=self.config.kinds, window=window)
+            hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
+                        window=window)  # fmt: skip
+            hits = newer_first(hits, query, window=slot_window, query_words_needed=needed)[:k]
             return Recalled(hits=hits, window=window, degraded=self.degraded)
         self.engine.refresh()  # read your writes: every acknowledged change is searchable
         n = max(self.config.recall_candidates, 4 * k)
@@ -281,8 +297,16 @@ class Memory:
         ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
         current = self.live.many(ids)
         candidates = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
-        hits = fuse(candidates, text_hits, vector_hits, now=now, k=k, weights=self.config.weights,
+        hits = fuse(candidates, text_hits, vector_hits, now=now, k=max(k, slot_window), weights=self.config.weights,
                     kinds=self.config.kinds, window=window)  # fmt: skip
+        if include_superseded:
+            scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
+                           kinds=one_of(kinds), statuses=("superseded",))  # fmt: skip
+            found = stored_candidates(self.store, self.embedder.name, query, qv, n, scope)
+            old = fuse(*found, now=now, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
+                       window=window)  # fmt: skip
+            hits = under_successors(hits + old)
+        hits = newer_first(hits, query, window=slot_window, query_words_needed=needed, sink=not include_superseded)[:k]
         self.engine.note_access([h.memory.id for h in hits])
         return Recalled(hits=hits, window=window, degraded=self.degraded)
 

@@ -73,20 +73,47 @@ def as_of_candidates(
     n: int,
     scope: Filter,
 ) -> tuple[list[MemoryVersion], Ranked, Ranked]:
-    """Every version in `scope` valid at `when` (valid_from <= when < valid_to), ranked by cosine in
-    DuckDB, plus a keyword-overlap ranking of the same versions (the BM25 index holds only current ones).
+    """Every version in `scope` valid at `when` (valid_from <= when < valid_to), ranked as
+    `stored_candidates` ranks them (the BM25 index holds only current ones)."""
+    return stored_candidates(store, model, query, query_vector, n, scope.narrow(exclude_deleted=True, valid_at=when))
+
+
+def stored_candidates(
+    store: StoreOfRecord, model: str, query: str, query_vector: np.ndarray | None, n: int, scope: Filter
+) -> tuple[list[MemoryVersion], Ranked, Ranked]:
+    """At most `n` versions in `scope` ranked by cosine in DuckDB, plus a keyword-overlap ranking
+    of the same versions: for versions the indexes do not hold (past ones, superseded ones).
 
     Without a query vector (the model is down) the versions are ranked by how many of the
     query's words their text contains, and there is no vector ranking."""
-    valid = scope.narrow(exclude_deleted=True, valid_at=when)
     if query_vector is not None:
-        nearest = store.nearest(valid, model, query_vector, n)
+        nearest = store.nearest(scope, model, query_vector, n)
         versions = [v for v, _ in nearest]
         vector_hits = [(v.id, s) for v, s in nearest]
     else:
         words = sorted(query_prefixes(query), key=lambda w: (-len(w), w))[:16]
-        versions, vector_hits = store.word_matches(valid, words, n), []
+        versions, vector_hits = store.word_matches(scope, words, n), []
     q = set(tokens(query))
     overlap = [(v.id, len(q & set(tokens(v.content))) / max(1, len(q))) for v in versions]
     text_hits = sorted(((i, s) for i, s in overlap if s > 0), key=lambda x: -x[1])
     return versions, text_hits, vector_hits
+
+
+def under_successors(hits: Iterable[Hit]) -> list[Hit]:
+    """Current hits and superseded ones by score, best first, except that a superseded version
+    never ranks above the current version of its lineage: it goes directly under it."""
+    order = sorted(hits, key=lambda h: (-h.score, -h.memory.id))
+    current = {h.memory.lineage_id for h in order if h.memory.is_latest}
+    placed: set[int] = set()
+    waiting: dict[int, list[Hit]] = {}
+    out: list[Hit] = []
+    for h in order:
+        lineage = h.memory.lineage_id
+        if not h.memory.is_latest and lineage in current and lineage not in placed:
+            waiting.setdefault(lineage, []).append(h)
+            continue
+        out.append(h)
+        if h.memory.is_latest:
+            placed.add(lineage)
+            out.extend(waiting.pop(lineage, []))
+    return out

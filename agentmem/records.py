@@ -119,12 +119,19 @@ class ScoreParts(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):
-    """One recalled memory with its score; `has_history` says older versions exist."""
+    """One recalled memory with its score; `has_history` says older versions exist.
+
+    `older_than` names a hit of the same reply that states the same slot with another value and
+    is newer: this one is the older statement, ranked under it (see agentmem.slots). A hit that
+    is itself a superseded version (asked for with `include_superseded`) is not current: its
+    `memory` carries the death record (`superseded_by`, `superseded_at`, `supersede_reason`).
+    """
 
     memory: MemoryVersion
     score: float
     parts: ScoreParts
     has_history: bool
+    older_than: int | None = None
 
 
 LinkKind = Literal["derived_from"]  # src was built from dst (its evidence)

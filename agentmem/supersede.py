@@ -19,6 +19,17 @@ by its words. A plain-text memory replaces another in two ways:
   descriptive words only the new text has, name another subject. A new text that says it
   is how things stand now ("... now", "this week") needs only `marked_cosine` and may
   change a leading name.
+- *a stated move*: the new text says outright that the slot moved on, with "now", a change
+  verb ("we switched / moved / migrated to X", "X replaced Y", "... instead") or a retraction
+  ("we no longer use Y", "we don't use Y anymore"); the descriptive words match as for a new
+  value, and either one run of values is replaced by one of the same shape (wherever it sits:
+  "We deploy the shop API on Fly.io" -> "We're on Render now for the shop API"), or the new text
+  names the old value as what it replaced or dropped ("GitHub Actions replaced Jenkins for CI",
+  "We no longer use Jenkins"). It needs `marked_cosine`.
+- *a new answer*: both are a question and its answer ("Who leads the payments team? Priya."),
+  the same question (normalised tokens) with another answer; at `value_cosine`. Two different
+  questions with different answers are two slots: neither replaces the other by any rule (with
+  the same answer, a paraphrased question may restate the other).
 
 Events and observations never supersede and are never superseded. Memories filed under
 different keys or triple slots never meet.
@@ -33,7 +44,7 @@ from functools import lru_cache
 import msgspec
 
 from agentmem.records import MemoryVersion, NearDuplicate, Outcome
-from agentmem.text import fold_accents, identity, jaccard, slot_of, stem, token_set
+from agentmem.text import fold_accents, identity, jaccard, normalise, slot_of, stem, token_set
 
 NEVER_SUPERSEDED = frozenset({"event", "observation"})
 
@@ -58,6 +69,14 @@ NUMBER_WORDS = frozenset(
 # What says a claim is how things stand now: a change is often stated with nothing else
 # ("we're on 4000 now", "on call this week: Sofia"). A period after "this"/"these" is one too.
 NOW_WORDS = frozenset("now nowadays currently presently anymore".split())
+# Past forms that say a value was replaced ("we switched to", "X replaced Y", "moved to"); the
+# present and progressive forms also describe actions ("a man is moving a box").
+CHANGE_WORDS = frozenset(
+    """switched moved migrated replaced replaces swapped instead changed upgraded relocated transferred""".split()
+)
+# Words that retract a claim: "we no longer use Y", "I don't use Y anymore", "we stopped using Y".
+NEGATION = frozenset("no not dont doesnt didnt isnt arent wasnt werent never longer".split())
+RETRACT_WORDS = frozenset("stopped quit".split())
 _PERIODS = frozenset("day days week weeks month months quarter sprint year".split())
 _THIS = frozenset({"this", "these"})
 COPULAS = frozenset({"is", "are", "was", "were"})
@@ -125,6 +144,8 @@ class Words(msgspec.Struct, frozen=True):
     owners: frozenset[str] = frozenset()  # possessors ("my partner's birthday"): they name whose fact it is
     raw: tuple[str, ...] = ()  # each of `words` as written, lower case and accents folded
     linker: str = ""  # the function word after the copula: "on" in "the meeting is on Monday"
+    change: bool = False  # a past change verb: "switched to", "X replaced Y", "moved to", "instead"
+    retract: bool = False  # says a claim stopped being true: "no longer", "not ... anymore", "stopped"
 
 
 def _canon(word: str) -> str:
@@ -161,7 +182,7 @@ def words(text: str) -> Words:
     out: list[str] = []
     values: set[str] = set()
     maybe: set[str] = set()
-    now = False
+    now = change = retract = negated = False
     copula: int | None = None
     light: set[str] = set()
     raw_words: list[str] = []
@@ -174,6 +195,10 @@ def words(text: str) -> Words:
         gap, word_end = folded[word_end : m.start()], m.end()
         low = raw.casefold()
         before, prev, first = prev, low, first or low
+        change = change or low in CHANGE_WORDS
+        retract = retract or low in RETRACT_WORDS or (low == "longer" and before == "no")
+        retract = retract or (low == "anymore" and negated) or (low == "more" and before == "any" and negated)
+        negated = negated or (low in NEGATION and low != "longer")
         if low in NOW_WORDS or (low in _PERIODS and before in _THIS):
             now = True
             continue
@@ -204,7 +229,7 @@ def words(text: str) -> Words:
             maybe.add(t)
     return Words(
         tuple(out), frozenset(values), frozenset(maybe), now, copula if state else None, frozenset(light),
-        frozenset(owners), tuple(raw_words), linker,
+        frozenset(owners), tuple(raw_words), linker, change, retract,
     )  # fmt: skip
 
 
@@ -284,6 +309,57 @@ def _new_value(a: Words, b: Words) -> bool:
     # "Alice is on call" / "Bob is on call": the subject differs, not a value; unless only the
     # new text says that this is how it is now ("Bob is on call now")
     return not leading or (b.now and not a.now)
+
+
+_NOT = NEGATION | {_canon(w) for w in RETRACT_WORDS}  # what a retraction says besides its subject
+
+
+def moved(a: Words, b: Words) -> bool:
+    """`b` says outright that the slot `a` describes moved on (see the module docstring): "We
+    deploy the shop API on Fly.io" -> "We're on Render now for the shop API", "We use Jenkins for
+    CI" -> "GitHub Actions replaced Jenkins", "We no longer use Jenkins"."""
+    if not ((b.now and not a.now) or b.change or b.retract):
+        return False  # both say "this week": two names for two weeks, not a move
+    return _moved(a, b) or _moved(*_named(a, b))
+
+
+def _moved(a: Words, b: Words) -> bool:
+    values = a.values | b.values
+    wa, wb = set(a.words) - _NOT, set(b.words) - _NOT
+    na = {BOUNDS.get(w, w) for w in wa - values - a.light}
+    nb = {BOUNDS.get(w, w) for w in wb - values - b.light}
+    same = bool(wa & wb) and (nb <= na or (na <= nb and len(nb - na) <= len(na) // 2))
+    if not (same and a.owners <= wb and b.owners <= wa):
+        return False
+    gained, lost, kept = (wb & values) - wa, (wa & values) - wb, wa & wb & values
+    if b.retract:
+        # "we no longer use Jenkins" drops `a`'s value (and may name what came instead: "we don't
+        # use Jira anymore; bugs go in Linear"); "we no longer use Travis" drops another one
+        return bool(kept) and not (gained and lost)
+    runs_b, runs_a = _runs(b.words, gained), _runs(a.words, lost)
+    if len(runs_b) != 1 or len(runs_a) > 1:
+        return False  # more than one value changes: another subject ("the iOS team" / "the web team")
+    if lost:
+        run_a = a.words[runs_a[0][0] : runs_a[0][1]]
+        return any(map(_numeric, run_a)) == any(_numeric(w) for w in gained)
+    # nothing of `a`'s values is gone: `b` names the old value as what it replaced
+    return b.change and bool(kept)
+
+
+MAX_ANSWER_WORDS = 20
+
+
+@lru_cache(maxsize=65_536)
+def question_slot(text: str) -> tuple[str, str] | None:
+    """(question, answer), normalised, of a text that is one question and its short answer:
+    "Who is the education minister of Bihar? Vijay Kumar Choudhary." Else None."""
+    head, mark, answer = text.partition("?")
+    if not mark or "?" in answer:
+        return None
+    q, a = normalise(head), normalise(answer)
+    if len(q.split()) < 2 or not a or len(a.split()) > MAX_ANSWER_WORDS:
+        return None
+    return q, a
 
 
 def new_state(a: Words, b: Words) -> bool:
@@ -387,14 +463,24 @@ def decide(
         return None if cosines is None else cosines.get(c.id, 0.0)
 
     new_words = words(content)
+    new_slot = question_slot(content)
     # below every cosine a rule needs, no rule can fire: the candidate's words are not looked at
-    floor = min(thresholds.restate_cosine, thresholds.value_cosine, thresholds.marked_cosine if new_words.now else 1.0)
+    marker = new_words.now or new_words.change or new_words.retract
+    floor = min(thresholds.restate_cosine, thresholds.value_cosine, thresholds.marked_cosine if marker else 1.0)
     for sim, cand in scored:  # best Jaccard first
         if cand.kind in NEVER_SUPERSEDED:
             continue
         cos = cosine(cand)
         if cos is not None and cos < floor:
             continue
+        old_slot = question_slot(cand.content)
+        if new_slot is not None and old_slot is not None and old_slot[1] != new_slot[1]:
+            if old_slot[0] != new_slot[0]:
+                continue  # another question with another answer: another slot
+            if cos is None or cos >= thresholds.value_cosine:
+                return Decision(
+                    "superseded", target=cand, reason="new answer", similarity=round(sim, 4), near=hints(cand.id)
+                )
         old_words = words(cand.content)
         marked = new_words.now and not old_words.now
         value_cosine = thresholds.marked_cosine if marked else thresholds.value_cosine
@@ -416,4 +502,6 @@ def decide(
             return Decision(
                 "superseded", target=cand, reason="new value", similarity=round(sim, 4), near=hints(cand.id)
             )
+        if thresholds.value_rule and (cos is None or cos >= thresholds.marked_cosine) and moved(old_words, new_words):
+            return Decision("superseded", target=cand, reason="moved", similarity=round(sim, 4), near=hints(cand.id))
     return Decision("created", near=hints(None))

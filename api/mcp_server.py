@@ -128,21 +128,31 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
                 "in the query is used. It ranks memories from then higher; it never hides others."
             ),
         ] = None,
+        include_superseded: Annotated[
+            bool,
+            Field(
+                description="Also superseded versions, each under the one that replaced it: for what was true "
+                "before (where did I first..., what did we use before...)."
+            ),
+        ] = False,
         project: ProjectArg = None,
     ) -> dict[str, Any]:
-        """Search memories, best first: current ones only (superseded versions never come back), or with
-        `as_of` the versions that were valid at that time. `has_history` marks memories that replaced older
-        versions; read them with `history`. `window` says which time window was understood, if any."""
+        """Search memories, best first: current ones only (superseded versions never come back unless
+        `include_superseded`), or with `as_of` the versions that were valid at that time. `has_history` marks
+        memories that replaced older versions; read them with `history`. A hit with `older_than` states the
+        same thing as the newer hit it names, with an older value: prefer the newer one. `window` says which
+        time window was understood, if any."""
 
         def run() -> dict[str, Any]:
             found = scoped.open().search(query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of,
-                                         time_range=time_range)  # fmt: skip
-            reply: dict[str, Any] = {
-                "hits": [
-                    {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)}
-                    for h in found.hits
-                ]
-            }
+                                         time_range=time_range, include_superseded=include_superseded)  # fmt: skip
+            out = []
+            for h in found.hits:
+                item = {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)}
+                if h.older_than is not None:
+                    item["older_than"] = h.older_than
+                out.append(item)
+            reply: dict[str, Any] = {"hits": out}
             if found.window is not None:
                 reply["window"] = msgspec.to_builtins(found.window)
             return reply

@@ -60,7 +60,8 @@ class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     tiers: list[str] = []
     kinds: list[str] = []
     as_of: datetime | None = None
-    include_history: bool = False
+    include_history: bool = False  # each hit's older versions, in `history`
+    include_superseded: bool = False  # superseded versions ranked in, each under its successor
     # {start, end}, an ISO 8601 interval "start/end" or a phrase ("last week"); else the query's own time
     time_range: TimeRange | str | None = None
 

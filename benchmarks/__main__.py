@@ -25,6 +25,11 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "sick": ("benchmarks.sick", "supersession decisions on SICK pairs (false kills) and a threshold sweep", "3 min"),
     "claim_pairs": ("benchmarks.claim_pairs", "supersession on hand-written update / restate / different claim pairs",
                     "1 min"),
+    "knowledge_update": ("benchmarks.knowledge_update",
+                         "LongMemEval knowledge updates: the later statement first, the earlier reachable",
+                         "3 min"),
+    "situatedqa": ("benchmarks.situatedqa", "SituatedQA facts that changed, no keys: current@1, dead@5, as_of",
+                   "6 min"),
     "latency": ("benchmarks.latency", "recall latency, remember throughput, rebuild at 1k/10k/100k vs brute force",
                 "15-30 min"),
     "embedders": ("benchmarks.embedders", "the model on ONNX Runtime vs torch: query latency, texts/s, load, RSS",
@@ -39,7 +44,7 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
                   "5 min"),
 }  # fmt: skip
 GROUPS = {
-    "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs"],
+    "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs", "knowledge_update", "situatedqa"],
     "speed": ["latency", "http_latency", "concurrency", "lifecycle"],
 }
 

@@ -348,3 +348,41 @@ def test_auth_matrix(client, method, path, body, least, wrong, who) -> None:  # 
     assert (200 <= got < 300) if expected == 200 else got == expected, (got, r.text)
     if got >= 400:
         assert r.json()["error"]["code"] and r.json()["error"]["message"]
+
+
+def test_recall_marks_older_statements_and_ranks_superseded_versions_in(client: TestClient) -> None:  # type: ignore[type-arg]
+    fly = remember(client, "We deploy the shop API on Fly.io")
+    render = remember(client, "We're on Render now for the shop API")
+    assert render["outcome"] == "superseded" and render["superseded_id"] == fly["memory"]["id"]
+    body = {"query": "where do we deploy the shop API on Fly.io?", "k": 5}
+    hits = client.post("/v1/recall", json=body, headers=auth("read")).json()["hits"]
+    assert [h["memory"]["id"] for h in hits] == [render["memory"]["id"]]
+    hits = client.post("/v1/recall", json={**body, "include_superseded": True}, headers=auth("read")).json()["hits"]
+    assert [h["memory"]["id"] for h in hits] == [render["memory"]["id"], fly["memory"]["id"]]
+    old = hits[1]["memory"]
+    assert (old["status"], old["superseded_by"]) == ("superseded", render["memory"]["id"])
+    assert old["supersede_reason"] == "moved"
+    # two observations of one slot: the newer first, the older one names it
+    turns = [
+        {"content": "My highest score in Ticket to Ride is 124 points.", "at": "2026-01-02T10:00:00Z"},
+        {"content": "I just got my highest score in Ticket to Ride - 132 points!", "at": "2026-01-20T10:00:00Z"},
+    ]
+    ids = client.post("/v1/observations", json={"observations": turns}, headers=auth("write")).json()["ids"]
+    hits = client.post(
+        "/v1/recall", json={"query": "What is my highest score in Ticket to Ride?", "k": 5}, headers=auth("read")
+    ).json()["hits"]
+    order = [h["memory"]["id"] for h in hits]
+    assert order[0] == ids[1] and hits[0]["older_than"] is None  # the newer one first...
+    assert hits[order.index(ids[0])]["older_than"] == ids[1]  # ...the older one under the rest, marked
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"include_superseded": "yes"}, "include_superseded"),
+        ({"include_superseded": True, "as_of": "2026-01-01T00:00:00Z"}, "as_of"),
+    ],
+)
+def test_recall_rejects_a_bad_include_superseded(client: TestClient, body: dict[str, Any], says: str) -> None:  # type: ignore[type-arg]
+    r = client.post("/v1/recall", json={"query": "shop API", **body}, headers=auth("read"))
+    assert r.status_code == 400 and says in r.text, r.text

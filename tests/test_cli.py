@@ -165,3 +165,29 @@ def test_the_commands_through_a_service(data_dir: Path, tmp_path: Path, capsys) 
         assert mem.audit(actions=["rebuild"])[0][0].details["indexes"] == ["bm25"]
         code, out = run("ingest", "conversation", str(chat), "--project", "shop", "--session", "s-1")
         assert code == 0 and "admitted 1 of 1" in out and "s-1#a" in out
+
+
+@pytest.mark.model
+def test_the_issue_example_from_the_shell(tmp_path: Path) -> None:
+    """`agentmem remember` twice and `agentmem recall` on a fresh data directory, real model, no key:
+    the move stated as news supersedes, and the old value is reachable with --include-superseded."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    base = [sys.executable, "-m", "agentmem", "--data-dir", str(tmp_path / "data")]
+
+    def agentmem(*argv: str) -> str:
+        done = subprocess.run([*base, *argv], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert agentmem("remember", "We deploy the shop API on Fly.io", "--project", "shop").startswith("created: #1 v1")
+    out = agentmem("remember", "We're on Render now for the shop API", "--project", "shop")
+    assert out.startswith("superseded: #2 v2 [current]") and "replaced #1 by moved" in out
+    out = agentmem("recall", "where is the shop API deployed?", "--project", "shop", "-k", "3")
+    assert out.splitlines()[0].endswith("We're on Render now for the shop API") and "Fly.io" not in out
+    out = agentmem("recall", "where is the shop API deployed?", "--project", "shop", "--include-superseded")
+    lines = out.splitlines()
+    assert "Render" in lines[0] and "Fly.io" in lines[1] and "(superseded by #2)" in lines[1]

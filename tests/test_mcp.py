@@ -67,6 +67,10 @@ async def remember_supersede_recall_history(c: Client) -> tuple[int, int]:
     hits = (await ok(c, "recall", query="what port does the API use?", k=5))["hits"]
     assert hits[0]["content"] == "We're on 4000 now" and hits[0]["has_history"]
     assert all("8080" not in h["content"] for h in hits)
+    with_old = (await ok(c, "recall", query="what port does the API use?", k=5, include_superseded=True))["hits"]
+    old = [h for h in with_old if h["id"] == first["memory"]["id"]]
+    assert old and old[0]["status"] == "superseded" and old[0]["superseded_by"] == second["memory"]["id"]
+    assert [h["id"] for h in with_old].index(old[0]["id"]) > [h["id"] for h in with_old].index(second["memory"]["id"])
     then = (await ok(c, "recall", query="API port", as_of=first["memory"]["valid_from"]))["hits"]
     assert [h["content"] for h in then][:1] == ["The API listens on port 8080"]
     versions = (await ok(c, "history", memory_id=second["memory"]["id"]))["versions"]
@@ -198,6 +202,9 @@ def test_one_adapter_over_either_memory_api(tmp_path: Path, through: str) -> Non
         old, new = await remember_supersede_recall_history(c)
         assert "4000" in (await ok(c, "context", query="which port does the API listen on"))["text"]
         observed.append((await ok(c, "observe", content="ran the test suite: 3 failures", tool="Bash"))["id"])
+        later = (await ok(c, "observe", content="ran the test suite again: 1 failures", tool="Bash"))["id"]
+        hits = (await ok(c, "recall", query="how many failures in the test suite run?", k=5))["hits"]
+        assert hits[0]["id"] == later and [h.get("older_than") for h in hits if h["id"] == observed[0]] == [later]
         assert (await ok(c, "end_session"))["outcome"] == "created"
         assert "not allowed" in await error(c, "recall", query="port", project="lab")
         assert "not found" in await error(c, "history", memory_id=lab)

@@ -151,3 +151,34 @@ def test_serve_refuses_public_bind_without_tokens(tmp_path: Path) -> None:
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 2 and "refusing to listen on 0.0.0.0" in out.stderr
+
+
+@pytest.mark.model
+def test_the_newer_statement_wins_over_a_socket(server: Server) -> None:
+    """The issue's shell example through the real server and model: a stated move supersedes, the old
+    value stays reachable with include_superseded, and two observed statements of one slot come back
+    newest first, the older one marked."""
+    server.start()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+
+    def post(path: str, body: dict[str, object]) -> dict[str, object]:
+        r = httpx.post(f"{server.url}{path}", json=body, headers=headers, timeout=60)
+        assert r.status_code in (200, 201), r.text
+        return r.json()  # type: ignore[no-any-return]
+
+    fly = post("/v1/memories", {"content": "We deploy the shop API on Fly.io"})["memory"]
+    render = post("/v1/memories", {"content": "We're on Render now for the shop API"})
+    assert render["outcome"] == "superseded" and render["superseded_id"] == fly["id"]  # type: ignore[index]
+    hits = post("/v1/recall", {"query": "where is the shop API deployed?", "k": 3})["hits"]
+    assert [h["memory"]["content"] for h in hits] == ["We're on Render now for the shop API"]  # type: ignore[attr-defined, index]
+    hits = post("/v1/recall", {"query": "where is the shop API deployed?", "k": 3, "include_superseded": True})["hits"]
+    assert [h["memory"]["id"] for h in hits][1] == fly["id"]  # type: ignore[index]
+    turns = [
+        {"content": "I've completed 4 projects since starting painting classes.", "at": "2026-08-16T10:00:00Z"},
+        {"content": "I just finished my 5th project since starting painting classes!", "at": "2026-10-09T10:00:00Z"},
+    ]
+    ids = post("/v1/observations", {"observations": turns})["ids"]
+    hits = post("/v1/recall", {"query": "How many projects have I completed since starting painting classes?"})["hits"]
+    by_id = {h["memory"]["id"]: h for h in hits}  # type: ignore[attr-defined, index]
+    order = list(by_id)
+    assert order.index(ids[1]) < order.index(ids[0]) and by_id[ids[0]]["older_than"] == ids[1]  # type: ignore[index]

@@ -394,3 +394,47 @@ def test_erasing_an_old_version_erases_its_words_from_the_search_index(
         assert bm25_ids(memory, "staging payroll") == set()
         assert new.memory.id in bm25_ids(memory, "blackbird")
         assert memory.check().ok
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fires"),
+    [
+        # a move stated as news, a change verb, a replacement naming the old value, a retraction
+        ("We deploy the shop API on Fly.io", "We're on Render now for the shop API", True),
+        ("We use Jenkins for CI", "We switched to GitHub Actions for CI", True),
+        ("We use Jenkins for CI", "GitHub Actions replaced Jenkins for CI", True),
+        ("We deploy the shop API on Fly.io", "We moved the shop API to Render", True),
+        ("We use Jenkins for CI", "We no longer use Jenkins", True),
+        ("We use Jenkins for CI", "We don't use Jenkins anymore", True),
+        ("Jira is where we track bugs.", "We stopped using Jira", True),
+        # another subject, another value dropped, or no word that says it moved
+        ("We deploy the shop API on Fly.io", "We moved the blog to Render", False),
+        ("We deploy the shop API on Fly.io", "We deploy the blog on Render", False),
+        ("The iOS team runs two-week sprints.", "The web team switched to one-week sprints.", False),
+        ("We use Jenkins for CI", "We no longer use Travis for CI", False),
+        ("Free users can upload files up to 10 MB.", "Premium users can now upload files up to 1 GB.", False),
+    ],
+)
+def test_a_stated_move_supersedes(old: str, new: str, fires: bool) -> None:
+    d = run_decide(new, [mv(1, old)], {1: 0.5})
+    assert (d.outcome == "superseded") is fires, d
+
+
+def test_a_stated_move_needs_the_marked_cosine() -> None:
+    old = [mv(1, "We deploy the shop API on Fly.io")]
+    d = run_decide("We're on Render now for the shop API", old, {1: 0.5})
+    assert (d.outcome, d.reason) == ("superseded", "moved")
+    assert run_decide("We're on Render now for the shop API", old, {1: 0.2}).outcome == "created"
+    assert run_decide("We're on Render now for the shop API", old, {1: 0.5}, value_rule=False).outcome == "created"
+
+
+def test_a_question_and_its_new_answer_supersedes_and_two_questions_never_meet() -> None:
+    old = [mv(1, "Who is the education minister of Bihar? Krishna Nandan Prasad Verma.")]
+    d = run_decide("Who is the education minister of Bihar? Vijay Kumar Choudhary.", old, {1: 0.8})
+    assert (d.outcome, d.reason) == ("superseded", "new answer")
+    # another question is another slot, however alike the words
+    other = [mv(2, "When did England last get to the semi final of a world cup? 2018.")]
+    assert run_decide("Where did England finish in the world cup? Semi-final.", other, {2: 0.9}).outcome == "created"
+    # the same question and answer in other spacing restates it: no new answer
+    same = run_decide("who is the education minister of bihar ?  Krishna Nandan Prasad Verma", old, {1: 0.99})
+    assert same.reason != "new answer"

@@ -230,3 +230,20 @@ def test_the_session_cookie_is_secure_when_configured(memory: Memory, tmp_path) 
         r = c.post("/ui/login", data={"token": TOKENS["read"], "next": "/ui/"}, follow_redirects=False)
         assert r.status_code == 303 and "secure" in r.headers["set-cookie"].lower()
         assert TOKENS["read"] not in r.headers["set-cookie"]
+
+
+def test_a_recall_shows_which_hit_is_the_older_statement(client: TestClient, memory: Memory) -> None:  # type: ignore[type-arg]
+    from datetime import UTC, datetime
+
+    old, new = memory.observe(
+        [
+            NewMemory(content="My highest score in Ticket to Ride is 124 points.", project="shop", kind="observation",
+                      valid_from=datetime(2026, 1, 2, tzinfo=UTC)),
+            NewMemory(content="I just got my highest score in Ticket to Ride - 132 points!", project="shop",
+                      kind="observation", valid_from=datetime(2026, 1, 20, tzinfo=UTC)),
+        ]
+    )  # fmt: skip
+    r = client.get("/ui/p/shop/", params={"q": "What is my highest score in Ticket to Ride?"}, headers=auth("read"))
+    assert r.status_code == 200
+    assert r.text.index("132 points") < r.text.index("124 points")
+    assert f'(older than <a href="/ui/memories/{new.id}">#{new.id}</a>)' in r.text

@@ -14,12 +14,15 @@ from api.schemas import ContextRequest, RecallReply, RecallRequest
 def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
     """Hybrid BM25 + vector recall within one project, ranked by relevance and currentness.
     With `as_of`, answers over every version valid at that time. `include_history` adds each
-    hit's older versions. Time named in the query ("last Saturday", "in March") or an explicit
-    `time_range` boosts memories whose valid_from falls in that window (never filters); `window`
-    in the reply says which window was understood."""
+    hit's older versions. `include_superseded` ranks superseded versions in too (each under the
+    current version of its lineage, with its death record). A hit with `older_than` states the
+    same slot as a newer hit of the reply, with another value. Time named in the query ("last
+    Saturday", "in March") or an explicit `time_range` boosts memories whose valid_from falls in
+    that window (never filters); `window` in the reply says which window was understood."""
     project = who.project(data.project)
     found = mem.search(data.query, project=project, k=data.k, agent=data.agent, tiers=data.tiers, kinds=data.kinds,
-                       as_of=data.as_of, time_range=data.time_range)  # fmt: skip
+                       as_of=data.as_of, time_range=data.time_range,
+                       include_superseded=data.include_superseded)  # fmt: skip
     history = {}
     if data.include_history:
         history = {str(h.memory.lineage_id): mem.history(h.memory.id) for h in found.hits if h.has_history}

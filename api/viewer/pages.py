@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -80,18 +80,29 @@ def remember_box(project: str, csrf: str, kinds: Sequence[str], *, key: str | No
     )
 
 
-def memory_rows(items: Sequence[tuple[MemoryVersion, Retention, float | None]]) -> Safe:
+def memory_rows(
+    items: Sequence[tuple[MemoryVersion, Retention, float | None]], older: Mapping[int, int] | None = None
+) -> Safe:
+    """The table of memories; `older` maps a recalled memory to the newer one that states its slot
+    with another value (a hit's `older_than`), shown beside its content."""
     if not items:
         return Safe('<p class="muted">No current memories match.</p>')
     rows = []
     for m, r, score in items:
+        newer = (older or {}).get(m.id)
+        note = (
+            fmt(' <span class="older">(older than <a href="/ui/memories/{n}">#{n}</a>)</span>', n=newer)
+            if newer is not None
+            else Safe("")
+        )
         rows.append(
             fmt(
-                '<tr><td><a href="/ui/memories/{id}">#{id}</a></td><td class="content">{content}</td>'
+                '<tr><td><a href="/ui/memories/{id}">#{id}</a></td><td class="content">{content}{note}</td>'
                 "<td>{kind}</td><td>{tier}</td><td>{agent}</td><td>{ret}</td><td>{ver}</td><td>{since}</td>"
                 "{score}</tr>",
                 id=m.id,
                 content=m.content,
+                note=note,
                 kind=m.kind,
                 tier=m.tier,
                 agent=m.agent or "",
@@ -124,6 +135,7 @@ def memories(
     kinds: Sequence[str],
     next_cursor: int | None,
     box: Safe,
+    older: Mapping[int, int] | None = None,
 ) -> Safe:
     b = base(project)
     more = Safe("")
@@ -153,7 +165,7 @@ def memories(
         agent=agent or "",
         statuses=options([s for s in STATUSES if s != "active"] + ["all"], status, blank="active (current)"),
         what=what,
-        rows=memory_rows(items),
+        rows=memory_rows(items, older),
         more=more,
         box=box,
     )
@@ -167,6 +179,10 @@ def why(reason: str | None, similarity: float | None, key: str | None, triple: T
         text = f"a newer memory fills the same triple slot “{triple.subject} / {triple.predicate}”"
     elif reason == "similarity":
         text = "a newer memory says nearly the same thing"
+    elif reason == "moved":
+        text = "a newer memory says it moved on (a new value, or the old one dropped)"
+    elif reason == "new answer":
+        text = "a newer memory answers the same question otherwise"
     else:
         text = reason or "replaced"
     return text if similarity is None else f"{text} (similarity {similarity:.3f})"

@@ -115,9 +115,7 @@ async def logout(request: Request) -> Response[Any]:  # type: ignore[type-arg]
 
 def _cookie(request: Request, value: str, max_age: int | None = None) -> Cookie:  # type: ignore[type-arg]
     secure = request.app.state.settings.viewer.secure_cookie or request.url.scheme == "https"
-    return Cookie(
-        key=COOKIE, value=value, path="/ui", httponly=True, samesite="strict", secure=secure, max_age=max_age
-    )
+    return Cookie(key=COOKIE, value=value, path="/ui", httponly=True, samesite="strict", secure=secure, max_age=max_age)
 
 
 # -- reading --------------------------------------------------------------------
@@ -157,6 +155,7 @@ def memories(
     if status not in (*STATUSES, "all"):
         raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)} or all")
     items: list[tuple[MemoryVersion, Retention, float | None]]
+    older: dict[int, int] = {}
     nxt = None
     if query:
         hits = mem.recall(
@@ -168,6 +167,7 @@ def memories(
             kinds=[kind] if kind else (),
         )
         items = [(h.memory, _retention(mem, h.memory), h.score) for h in hits]
+        older = {h.memory.id: h.older_than for h in hits if h.older_than is not None}
     else:
         found, nxt = mem.list_versions(
             projects=[project],
@@ -183,8 +183,9 @@ def memories(
     kinds = sorted(mem.config.kinds)
     box = pages.remember_box(project, v.csrf, kinds, can=v.who.can("write"))
     body = pages.memories(
-        project, items, q=query, tier=tier, kind=kind, agent=agent, status=status, kinds=kinds, next_cursor=nxt, box=box
-    )
+        project, items, q=query, tier=tier, kind=kind, agent=agent, status=status, kinds=kinds, next_cursor=nxt,
+        box=box, older=older,
+    )  # fmt: skip
     return html(_doc(v, f"Memories in {project}", body, project))
 
 

@@ -422,9 +422,11 @@ export interface paths {
          * Recall current memories
          * @description Hybrid BM25 + vector recall within one project, ranked by relevance and currentness.
          *     With `as_of`, answers over every version valid at that time. `include_history` adds each
-         *     hit's older versions. Time named in the query ("last Saturday", "in March") or an explicit
-         *     `time_range` boosts memories whose valid_from falls in that window (never filters); `window`
-         *     in the reply says which window was understood.
+         *     hit's older versions. `include_superseded` ranks superseded versions in too (each under the
+         *     current version of its lineage, with its death record). A hit with `older_than` states the
+         *     same slot as a newer hit of the reply, with another value. Time named in the query ("last
+         *     Saturday", "in March") or an explicit `time_range` boosts memories whose valid_from falls in
+         *     that window (never filters); `window` in the reply says which window was understood.
          */
         post: operations["V1RecallRecall"];
         delete?: never;
@@ -844,6 +846,7 @@ export interface components {
             score: number;
             parts: components["schemas"]["ScoreParts"];
             has_history: boolean;
+            older_than?: number | null;
         };
         /** ImportReply */
         ImportReply: {
@@ -1067,6 +1070,8 @@ export interface components {
             as_of?: string | null;
             /** @default false */
             include_history?: boolean;
+            /** @default false */
+            include_superseded?: boolean;
             time_range?: components["schemas"]["TimeRange"] | string | null;
         };
         /** RememberResult */

@@ -1,0 +1,187 @@
+"""The newer statement wins inside a slot, at recall time.
+
+A rule may not be sure enough to supersede an old memory, and observations never supersede at
+all. Recall still has to say which of two hits is current when both state the same slot with
+different values. Two hits do when a sentence of each (split by sentencex) that states
+something (it holds a value: a number, a name, a version) either
+
+- passes a supersession rule's same-slot test (`agentmem.supersede`: a new value, a new state,
+  a stated move), or
+- answers the query the same way with another value: the two sentences that best match the
+  query share at least `query_words` of its content words (not names: those say whose slot,
+  not which), and at least half of those either
+  one has ("4 projects since starting painting classes" and "3 new brushes for the painting
+  classes" share only the classes), and each has a value the other
+  lacks, of one shape (a number for a number, or a name for a name). "My highest score in
+  Ticket to Ride is 124" and, later, "I just got my highest score in Ticket to Ride - 132
+  points" for "what is my highest score in Ticket to Ride?".
+
+Two texts that are each a question and its answer state the same slot when they ask the same
+question (`supersede.question_slot`), and never otherwise.
+
+Then the newer hit (strictly later `valid_from`) ranks above the older one, wherever it
+ranked, and the older one carries `older_than` = the newer one's id. In a plain recall the older
+statements go under the other hits compared (what is current comes first); asked for history
+(`include_superseded`), each goes directly under its newer one. Events take no part (a later
+event does not make an earlier one untrue). Nothing is deleted, and scores are kept as they
+were: the order is by score except for these moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import lru_cache
+
+import msgspec
+from sentencex import segment
+
+from agentmem.records import Hit
+from agentmem.supersede import NUMBER_WORDS, Words, moved, new_state, new_value, question_slot, words
+
+# Question words say what is asked, not which slot.
+_ASKING = frozenset(words("how many much what which where who whom whose why").words)
+SENTENCES_PER_HIT = 3
+# An event is a thing that happened or was said: a later one does not make it older news ("we
+# met twice" stays true of its day). Events take no part, as they never supersede.
+TIMELESS = frozenset({"event"})  # the sentences that best match the query are the ones compared
+
+
+class Claim(msgspec.Struct, frozen=True):
+    """A sentence that states something, with the words the rules read off it."""
+
+    text: str
+    words: Words
+
+
+MIN_WORDS = 1  # descriptive words a claim needs besides its values and names: "Thanks, Mel!" states nothing
+
+
+@lru_cache(maxsize=16_384)
+def claims(text: str) -> tuple[Claim, ...]:
+    """The sentences of `text` that state something: a value, and a word that says
+    what the value is of. Each with its words."""
+    out = []
+    for line in text.split("\n"):
+        for piece in segment("en", line):
+            s = " ".join(piece.split())
+            if s and (w := words(s)).values and len(set(w.words) - w.values - w.maybe) >= MIN_WORDS:
+                out.append(Claim(s, w))
+    return tuple(out)
+
+
+def query_words(query: str) -> frozenset[str]:
+    """The query's content words, as `supersede.words` reads them, less the question words."""
+    return frozenset(words(query).words) - _ASKING
+
+
+def _numeric(word: str) -> bool:
+    return any(c.isdigit() for c in word) or word in NUMBER_WORDS
+
+
+def _other_value(a: Words, b: Words) -> bool:
+    """Each has a value the other lacks, of one shape: a number for a number, or a name for a name."""
+    gained, lost = b.values - a.values, a.values - b.values
+    numbers = any(map(_numeric, gained)) and any(map(_numeric, lost))
+    names = not all(map(_numeric, gained)) and not all(map(_numeric, lost))
+    return bool(gained and lost) and (numbers or names)
+
+
+def _described(c: Claim) -> set[str]:
+    """The words of a claim that describe its slot: its words less its values and names."""
+    return set(c.words.words) - c.words.values - c.words.maybe
+
+
+def _best(text: str, query: frozenset[str]) -> list[tuple[int, Claim]]:
+    """The claims of `text` with the most query words describing their slot, most first: (how many, claim)."""
+    scored = [(len(query & _described(c)), c) for c in claims(text)]
+    scored.sort(key=lambda sc: -sc[0])
+    return scored[:SENTENCES_PER_HIT]
+
+
+@lru_cache(maxsize=65_536)
+def _rule_slot(a: Words, b: Words) -> bool:
+    """A supersession rule's same-slot test between two claims (cached: a store's claims meet again
+    and again, whatever the query)."""
+    return new_value(a, b) or new_state(a, b) or moved(a, b)
+
+
+def _same(a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int) -> bool:
+    for na, ca in a:
+        for nb, cb in b:
+            if _rule_slot(ca.words, cb.words):
+                return True
+            shared = query & _described(ca) & _described(cb)  # names alone ("Caroline") are no slot
+            enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
+            if enough and _other_value(ca.words, cb.words):
+                return True
+    return False
+
+
+def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -> bool:
+    """`newer` states a slot that `older` states, with another value (see the module docstring)."""
+    qa, qb = question_slot(older), question_slot(newer)
+    if qa is not None and qb is not None:
+        return qa[0] == qb[0] and qa[1] != qb[1]  # a question and its answer: the question is the slot
+    return _same(_best(older, query), _best(newer, query), query, query_words)
+
+
+def newer_first(
+    hits: Sequence[Hit], query: str, *, window: int, query_words_needed: int, sink: bool = True
+) -> list[Hit]:
+    """`hits` (best first) with each newer statement of a slot placed above the older one, and the
+    older one marked `older_than`; with `sink`, the older statements go under every other hit of
+    the first `window` (what is current first), else each directly under its newer one (history:
+    what changed, in order). Only the first `window` hits are compared."""
+    head, tail = list(hits[:window]), list(hits[window:])
+    q = query_words(query)
+
+    def when(h: Hit) -> datetime:
+        return h.memory.valid_from
+
+    timeless = [h.memory.kind in TIMELESS for h in head]
+    slots = [question_slot(h.memory.content) for h in head]
+    best = [_best(h.memory.content, q) for h in head]
+    newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
+    for i, older in enumerate(head):
+        if timeless[i] or (slots[i] is None and not best[i]):
+            continue  # an event, or states nothing this query or a rule can pair
+        for j, newer in enumerate(head):
+            # strictly later: statements of one moment (a conversation imported at once) are not ordered
+            if i == j or timeless[j] or older.memory.lineage_id == newer.memory.lineage_id:
+                continue
+            if not when(older) < when(newer):
+                continue
+            if older.memory.content == newer.memory.content:
+                continue
+            a, b = slots[i], slots[j]
+            if a is not None and b is not None:
+                same = a[0] == b[0] and a[1] != b[1]
+            else:
+                same = _same(best[i], best[j], q, query_words_needed)
+            if same:
+                newer_of.setdefault(i, []).append(j)
+    if not newer_of:
+        return list(hits)
+    placed: list[int] = []
+    done: set[int] = set()
+
+    def place(i: int) -> None:
+        done.add(i)
+        for j in sorted(newer_of.get(i, ())):
+            if j not in done:
+                place(j)
+        placed.append(i)
+
+    for i in range(len(head)):
+        if i not in done:
+            place(i)
+    out: list[Hit] = []
+    sunk: list[Hit] = []
+    for i in placed:
+        h = head[i]
+        if i in newer_of:
+            newest = max(newer_of[i], key=lambda j: when(head[j]))
+            h = msgspec.structs.replace(h, older_than=head[newest].memory.id)
+        (sunk if sink and i in newer_of else out).append(h)
+    return out + sunk + tail

@@ -1,0 +1,171 @@
+"""Currentness in conversations: the newer statement of a slot ranks first (the older one marked
+`older_than`), and superseded versions stay reachable with `include_superseded`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import Clock
+
+from agentmem import Config, Memory, NewMemory, ValidationError
+from agentmem.slots import claims, query_words, same_slot
+from fakes import FakeEmbedder
+
+P = "me"
+AUGUST = datetime(2023, 8, 16, tzinfo=UTC)
+OCTOBER = datetime(2023, 10, 9, tzinfo=UTC)
+
+
+def turn(text: str, when: datetime, session: str) -> NewMemory:
+    return NewMemory(content=text, project=P, kind="observation", tier="working", session=session, valid_from=when)
+
+
+def observe_two(mem: Memory, clock: Clock, old: str, new: str) -> tuple[int, int]:
+    clock.now = AUGUST
+    a = mem.observe([turn(old, AUGUST, "s1")])[0].id
+    clock.now = OCTOBER
+    b = mem.observe([turn(new, OCTOBER, "s2")])[0].id
+    clock.now = OCTOBER + timedelta(days=1)
+    return a, b
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "query", "same"),
+    [
+        # the query names the slot; both answer it with another number
+        (
+            "I've completed 4 projects since starting painting classes, and I feel confident.",
+            "By the way, I just finished my 5th project since starting painting classes!",
+            "How many projects have I completed since starting painting classes?",
+            True,
+        ),
+        (
+            "My highest score in Ticket to Ride so far is 124 points.",
+            "I just got my highest score in Ticket to Ride - 132 points!",
+            "What is my current highest score in Ticket to Ride?",
+            True,
+        ),
+        # a supersession rule's same slot needs no query words
+        ("We deploy the shop API on Fly.io", "We're on Render now for the shop API", "hosting", True),
+        # another subject, or no value that differs
+        (
+            "I've completed 4 projects since starting painting classes.",
+            "I bought 3 new brushes for the painting classes.",
+            "How many projects have I completed since starting painting classes?",
+            False,
+        ),
+        (
+            "My highest score in Ticket to Ride is 124 points.",
+            "My highest score in Ticket to Ride is 124 points, still.",
+            "What is my highest score in Ticket to Ride?",
+            False,
+        ),
+        # a number for a name is not a new value of one slot
+        (
+            "My highest score in Ticket to Ride is 124 points.",
+            "My highest score in Ticket to Ride came when I played with Alice.",
+            "What is my highest score in Ticket to Ride?",
+            False,
+        ),
+    ],
+)
+def test_same_slot(older: str, newer: str, query: str, same: bool) -> None:
+    assert same_slot(older, newer, query_words(query), 2) is same
+
+
+def test_claims_are_the_sentences_that_hold_a_value() -> None:
+    text = "Thanks for the tips! I lead a team of 4 engineers now.\nWe ship on Fridays. Sounds good."
+    assert [c.text for c in claims(text)] == ["I lead a team of 4 engineers now.", "We ship on Fridays."]
+
+
+def test_the_newer_statement_ranks_first_and_the_older_one_is_marked(memory: Memory, clock: Clock) -> None:
+    old, new = observe_two(
+        memory,
+        clock,
+        "I've completed 4 projects since starting painting classes, and I'm feeling pretty confident.",
+        "I just finished my 5th project since starting painting classes.",
+    )
+    clock.now = OCTOBER + timedelta(days=1)
+    memory.observe([turn("I'm planning a trip to Lisbon next spring.", OCTOBER, "s2")])
+    hits = memory.recall("How many projects have I completed since starting painting classes?", project=P, k=3)
+    ids = [h.memory.id for h in hits]
+    assert ids.index(new) < ids.index(old)
+    by_id = {h.memory.id: h for h in hits}
+    assert by_id[old].older_than == new and by_id[new].older_than is None
+    # both are still there: nothing is deleted, and k=1 answers with the newer one
+    assert [h.memory.id for h in memory.recall("projects completed painting classes", project=P, k=1)] == [new]
+
+
+def test_the_newer_one_is_pulled_up_from_below_k(memory: Memory, clock: Clock) -> None:
+    old, new = observe_two(
+        memory,
+        clock,
+        "My highest score in Ticket to Ride is 124 points, and Ticket to Ride is my favourite game.",
+        "Speaking of games, my highest score in Ticket to Ride is now 132 points.",
+    )
+    hits = memory.recall("highest score Ticket to Ride favourite game", project=P, k=1)
+    assert [h.memory.id for h in hits] == [new]
+
+
+def test_slot_window_zero_turns_it_off(data_dir: Path, embedder: FakeEmbedder, clock: Clock) -> None:
+    with Memory(data_dir, embedder=embedder, clock=clock, config=Config(slot_window=0)) as mem:
+        old, new = observe_two(
+            mem, clock, "My highest score in Ticket to Ride is 124 points.", "My highest score in Ticket to Ride: 132."
+        )
+        hits = mem.recall("highest score in Ticket to Ride", project=P, k=2)
+        assert all(h.older_than is None for h in hits)
+    with pytest.raises(ValueError):
+        Config(slot_query_words=0)
+
+
+def test_include_superseded_ranks_old_versions_under_their_successor(memory: Memory) -> None:
+    first = memory.remember("We deploy the shop API on Fly.io", project=P).memory
+    second = memory.remember("We're on Render now for the shop API", project=P)
+    assert second.outcome == "superseded" and second.superseded_id == first.id
+    memory.remember("The shop API is written in Go", project=P)
+    plain = memory.recall("where do we deploy the shop API on Fly.io?", project=P, k=5)
+    assert first.id not in [h.memory.id for h in plain]
+    hits = memory.recall("where do we deploy the shop API on Fly.io?", project=P, k=5, include_superseded=True)
+    ids = [h.memory.id for h in hits]
+    assert first.id in ids and ids.index(second.memory.id) < ids.index(first.id)
+    old = hits[ids.index(first.id)].memory
+    assert old.status == "superseded" and old.superseded_by == second.memory.id and old.supersede_reason == "moved"
+
+
+def test_include_superseded_is_checked(memory: Memory) -> None:
+    with pytest.raises(ValidationError, match="include_superseded"):
+        memory.recall("x", include_superseded="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="as_of"):
+        memory.recall("x", include_superseded=True, as_of="2026-01-01T00:00:00Z")
+
+
+@pytest.mark.model
+def test_real_model_cli_example_and_conversation(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock(AUGUST)
+    with Memory(tmp_path / "d", embedder=real_embedder, clock=clock) as mem:
+        fly = mem.remember("We deploy the shop API on Fly.io", project="shop")
+        render = mem.remember("We're on Render now for the shop API", project="shop")
+        assert render.outcome == "superseded" and render.superseded_id == fly.memory.id
+        hits = mem.recall("where is the shop API deployed?", project="shop", k=3)
+        assert hits[0].memory.id == render.memory.id and fly.memory.id not in [h.memory.id for h in hits]
+        old, new = observe_two(
+            mem,
+            clock,
+            "I've completed 4 projects since starting painting classes, and I'm feeling pretty confident.",
+            "By the way, I just finished my 5th project since starting painting classes, and I'm proud!",
+        )
+        hits = mem.recall("How many projects have I completed since starting painting classes?", project=P, k=5)
+        ids = [h.memory.id for h in hits]
+        assert ids.index(new) < ids.index(old) and hits[ids.index(old)].older_than == new
+
+
+def test_events_take_no_part(memory: Memory, clock: Clock) -> None:
+    clock.now = AUGUST
+    old = memory.observe([NewMemory(content="My highest score in Ticket to Ride is 124 points.", project=P,
+                                    kind="event", valid_from=AUGUST)])[0].id  # fmt: skip
+    new = memory.observe([NewMemory(content="I just got my highest score in Ticket to Ride - 132 points!", project=P,
+                                    kind="event", valid_from=OCTOBER)])[0].id  # fmt: skip
+    hits = memory.recall("What is my highest score in Ticket to Ride?", project=P, k=2)
+    assert {h.memory.id for h in hits} == {old, new} and all(h.older_than is None for h in hits)
