@@ -44,7 +44,7 @@ def fuse(
         )
         if window is not None:
             f = fit(m.valid_from, window)
-            total *= 1.0 + weights.time * f
+            total *= 1.0 + (weights.time if window.source == "time_range" else weights.time_query) * f
             parts = msgspec.structs.replace(parts, time_fit=round(f, 6))
         hits.append(Hit(memory=m, score=round(total, 6), parts=parts, has_history=m.version > 1))
     hits.sort(key=lambda h: (-h.score, -h.memory.id))
