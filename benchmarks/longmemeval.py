@@ -87,7 +87,7 @@ from indexes.embed import SentenceTransformerEmbedder
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
-DEFAULT_CUT, DEFAULT_ROLLUP, DEFAULT_KIND = "user-turns+session", "max", "event"
+DEFAULT_CUT, DEFAULT_ROLLUP, DEFAULT_KIND = "user-turns+session", "decay", "event"
 DEFAULT_SYSTEM = f"{DEFAULT_CUT} [{DEFAULT_KIND}, time=0.5] / {DEFAULT_ROLLUP}"  # Weights() as they are
 BASELINE = "baseline"
 PROJECT = "lme"
@@ -478,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "systems": {s: summarise(per_q, s) for s in systems},
         "halves": {h: {s: summarise([r for r in per_q if r["half"] == h], s) for s in systems} for h in halves},
         "cross_validation": cross_validate(
-            per_q, [s for s in systems if s.startswith(Run(DEFAULT_CUT).name)], default, halves
+            per_q, [s for s in systems if s.startswith(f"{DEFAULT_CUT} [")], default, halves
         ),
         "timing": {
             "embedding_seconds": meta["embedding_seconds"],
