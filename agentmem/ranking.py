@@ -23,7 +23,10 @@ class Weights(msgspec.Struct, frozen=True):
     salience: float = 0.25
     recency: float = 0.25
     recency_half_life_days: float = 90.0
-    time: float = 0.5  # a time window's boost: score x (1 + time x fit), fit 1 inside the window (agentmem.timewindow)
+    # A time window's boost: score x (1 + w x fit), fit 1 inside the window (agentmem.timewindow); `time` for an
+    # explicit time_range, `time_query` for a window read from the query (chosen on LongMemEval, see the README).
+    time: float = 0.5
+    time_query: float = 0.5
 
 
 def rrf(ranks: list[int | None]) -> float:

@@ -41,7 +41,7 @@ def fuse(
     for m in candidates:  # the number alone for every candidate; the parts for the k kept
         t = total(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights, kinds=kinds)
         if window is not None:
-            t *= 1.0 + weights.time * fit(m.valid_from, window)
+            t *= 1.0 + _time_weight(weights, window) * fit(m.valid_from, window)
         ranked.append((round(t, 6), m))
     ranked.sort(key=lambda x: (-x[0], -x[1].id))
     hits = []
@@ -117,3 +117,8 @@ def under_successors(hits: Iterable[Hit]) -> list[Hit]:
             placed.add(lineage)
             out.extend(waiting.pop(lineage, []))
     return out
+
+
+def _time_weight(weights: Weights, window: TimeWindow) -> float:
+    """The boost of a window: an explicit time_range's own weight, or that of a window read from the query."""
+    return weights.time if window.source == "time_range" else weights.time_query

@@ -167,7 +167,7 @@ def test_as_of_resolves_time_against_that_moment(dinners: Memory) -> None:
 
 def test_a_zero_weight_turns_the_boost_off(dinners: Memory) -> None:
     plain = [h.memory.id for h in dinners.recall("dinner with Ana at the corner place", project="p")]
-    dinners.config = msgspec.structs.replace(dinners.config, weights=Weights(time=0.0))
+    dinners.config = msgspec.structs.replace(dinners.config, weights=Weights(time_query=0.0))
     found = dinners.search("dinner with Ana at the corner place last Saturday", project="p")
     assert found.window is not None  # understood and said, but not weighed
     assert [h.memory.id for h in found.hits] == plain and all(h.parts.time_fit == 1.0 or h.parts.time_fit < 1
