@@ -16,6 +16,7 @@ from agentmem.errors import SchemaTooNewError, StoreError
 
 SCHEMA_VERSION = 1
 CURRENT = "is_latest AND status = 'active'"
+M_CURRENT = "m.is_latest AND m.status = 'active'"  # the same, on the alias m
 TEXT_CONFIG = "english"  # PostgreSQL's Snowball English stemmer and stopwords, as Tantivy's en_stem
 
 META = "CREATE TABLE IF NOT EXISTS agentmem_meta (name text PRIMARY KEY, value text NOT NULL)"

@@ -14,13 +14,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentmem.filters import Filter
-from agentmem.postgres.schema import CURRENT, TEXT_CONFIG
+from agentmem.postgres.schema import M_CURRENT, TEXT_CONFIG
 from agentmem.postgres.store import PgStore
 from indexes.docs import Doc
 from indexes.sync import Consistency, IndexReport
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_M_CURRENT = "m." + CURRENT.replace(" AND ", " AND m.")
 
 
 def text_query(text: str) -> str:
@@ -53,7 +52,7 @@ class PgIndexes:
         words = text_query(text)
         if not words or k <= 0:
             return []
-        conds: list[str] = [_M_CURRENT, "m.search @@ q"]
+        conds: list[str] = [M_CURRENT, "m.search @@ q"]
         params: list[object] = [words]
         if project is not None:
             conds.append("m.project = ?")
@@ -74,7 +73,7 @@ class PgIndexes:
         """Top `k` (id, cosine similarity) of current versions, through the partial HNSW index."""
         if k <= 0:
             return []
-        cond, params = _M_CURRENT, [np.asarray(vector, dtype=np.float32)]
+        cond, params = M_CURRENT, [np.asarray(vector, dtype=np.float32)]
         if project is not None:
             cond += " AND m.project = ?"
             params.append(project)  # type: ignore[arg-type]
@@ -92,7 +91,7 @@ class PgIndexes:
         if not ids:
             return {}
         rows = self.store.query(
-            f"SELECT m.id, m.embedding FROM memories m WHERE m.id = ANY(?::bigint[]) AND {_M_CURRENT} "
+            f"SELECT m.id, m.embedding FROM memories m WHERE m.id = ANY(?::bigint[]) AND {M_CURRENT} "
             "AND m.embedding IS NOT NULL",
             [list(ids)],
         )
@@ -101,12 +100,12 @@ class PgIndexes:
     def ids(self, which: str) -> set[int]:
         """The current versions with a search document ("bm25") or a vector ("vectors")."""
         column = "doc" if which == "bm25" else "embedding"
-        rows = self.store.query(f"SELECT m.id FROM memories m WHERE {_M_CURRENT} AND m.{column} IS NOT NULL")
+        rows = self.store.query(f"SELECT m.id FROM memories m WHERE {M_CURRENT} AND m.{column} IS NOT NULL")
         return {int(r[0]) for r in rows}
 
     def sizes(self, ids: set[int] | None = None) -> tuple[int, int]:
         """Current versions with a search document, and with a vector (of `ids` when given)."""
-        cond, params = _M_CURRENT, []
+        cond, params = M_CURRENT, []
         if ids is not None:
             cond += " AND m.id = ANY(?::bigint[])"
             params.append(sorted(ids))

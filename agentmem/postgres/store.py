@@ -264,7 +264,7 @@ class PgStore(StoreOfRecord):
             "SELECT m.project, m.id, m.title, m.content, m.content_hash, m.embedding IS NULL, "
             "(SELECT array_agg(o.content ORDER BY o.version) FROM memories o WHERE o.project = m.project "
             "AND o.lineage_id = m.lineage_id AND o.status = 'superseded') "
-            f"FROM memories m WHERE m.id = ANY(?::bigint[]) AND m.{schema.CURRENT.replace(' AND ', ' AND m.')}",
+            f"FROM memories m WHERE m.id = ANY(?::bigint[]) AND {schema.M_CURRENT}",
             [upserts],
         )
         with tx.conn.cursor() as cur:
