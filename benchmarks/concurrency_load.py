@@ -113,21 +113,28 @@ def probe(side: Side, work: Path) -> dict[str, str]:
     return modules
 
 
-def config_toml(data_dir: Path, port: int, secret: str) -> str:
-    """Server settings: this data directory, one admin token (of every project, as the id check needs; the
-    requests name PROJECT), no scheduled sweep or consolidation (they would run in a measured window)."""
+def config_toml(data_dir: Path, port: int, secret: str, database_url: str | None = None) -> str:
+    """Server settings: this data directory (or a PostgreSQL database), one admin token (of every project, as
+    the id check needs; the requests name PROJECT), no scheduled sweep or consolidation (they would run in a
+    measured window)."""
     return (
         f'host = "{HOST}"\nport = {port}\ndata_dir = {json.dumps(str(data_dir))}\n'
-        "sweep_every_minutes = 0\nconsolidate_every_minutes = 0\n\n"
+        + (f"database_url = {json.dumps(database_url)}\n" if database_url else "")
+        + "sweep_every_minutes = 0\nconsolidate_every_minutes = 0\n\n"
         f'[[tokens]]\nname = "bench"\ntoken = "{secret}"\nrole = "admin"\nprojects = ["*"]\n'
     )
 
 
 class SideServer:
-    """The real service for one side on its own data directory and a free loopback port."""
+    """The real service for one side on its own data directory (or a node of a PostgreSQL database, given
+    `database_url`) and a free loopback port."""
 
-    def __init__(self, side: Side, data_dir: Path, work: Path, *, ready_timeout: float, stop_timeout: float) -> None:
+    def __init__(
+        self, side: Side, data_dir: Path, work: Path, *, ready_timeout: float, stop_timeout: float,
+        database_url: str | None = None,
+    ) -> None:  # fmt: skip
         self.side = side
+        self.database_url = database_url
         self.data_dir = data_dir
         self.work = work
         self.ready_timeout = ready_timeout
@@ -159,7 +166,7 @@ class SideServer:
         """Start the process (returns at once; `wait_ready` waits for /health)."""
         self.work.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        self.config_path.write_text(config_toml(self.data_dir, self.port, self.secret))
+        self.config_path.write_text(config_toml(self.data_dir, self.port, self.secret, self.database_url))
         cmd = [sys.executable, "-c", LAUNCH, "serve", "--host", HOST, "--port", str(self.port),
                "--config", str(self.config_path)]  # fmt: skip
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
@@ -427,16 +434,25 @@ class ClientPool:
     def take_query(self, side: str) -> int:
         return _take(self.counters[side][0])
 
-    def run(self, server: SideServer, clients: int, settings: dict[str, Any]) -> dict[str, Any]:
-        """One measured window: `clients` processes against `server`; their raw records and CPU use."""
+    def run(
+        self, server: SideServer | Sequence[SideServer], clients: int, settings: dict[str, Any],
+        cpu_pids: Sequence[int] = (),
+    ) -> dict[str, Any]:  # fmt: skip
+        """One measured window: `clients` processes against `server` (or against several servers of one side,
+        client i on server i mod n, round-robin); their raw records and CPU use (the servers', and that of
+        `cpu_pids` too, counted as server CPU)."""
+        servers = [server] if isinstance(server, SideServer) else list(server)
         if clients > len(self.procs):
             raise ValueError(f"only {len(self.procs)} client processes")
+        if len({s.side.name for s in servers}) != 1:
+            raise ValueError("the servers of one window share one side (its text and question counters)")
         self._window += 1
         wid = self._window
         self.go.clear()
-        cmd = {"window": wid, "side": server.side.name, "url": server.url, "secret": server.secret, **settings}
         for w in range(clients):
-            self.commands[w].put(cmd)
+            srv = servers[w % len(servers)]
+            self.commands[w].put({"window": wid, "side": srv.side.name, "url": srv.url, "secret": srv.secret,
+                                  **settings})  # fmt: skip
         payloads: dict[int, dict[str, Any]] = {}
         failures: list[str] = []
         try:
@@ -450,7 +466,7 @@ class ClientPool:
                     ready += 1
                 else:
                     raise RuntimeError(f"client {w} failed before the window:\n{payload}")
-            stats = Stats(server.pid)
+            stats = Stats([*(s.pid for s in servers), *cpu_pids])
             self.go.set()
             deadline = time.monotonic() + settings["duration"] + settings["timeout"] + 60
             while len(payloads) + len(failures) < clients:

@@ -322,17 +322,18 @@ class Server:
 class Stats:
     """CPU accounting around a measured window: server, clients, this process and everyone else."""
 
-    def __init__(self, server_pid: int | None) -> None:
-        self.server_pid = server_pid
+    def __init__(self, server_pid: int | Sequence[int] | None) -> None:
+        # several pids (the nodes of one database, and its processes): their CPU summed as "server"
+        self.server_pid = [server_pid] if isinstance(server_pid, int) else list(server_pid or [])
         self.busy0 = machine_busy_seconds()
-        self.server0 = proc_cpu_seconds(server_pid) if server_pid else 0.0
+        self.server0 = self._server_cpu()
         self.self0 = self_cpu_seconds()
         self.t0 = time.perf_counter()
 
     def finish(self, client_cpu: float) -> dict[str, Any]:
         wall = time.perf_counter() - self.t0
         busy1 = machine_busy_seconds()
-        server1 = proc_cpu_seconds(self.server_pid) if self.server_pid else 0.0
+        server1 = self._server_cpu()
         out: dict[str, Any] = {"window_seconds": round(wall, 3), "client_cpu_seconds": round(client_cpu, 3)}
         server_cpu = None if server1 is None or self.server0 is None else server1 - self.server0
         out["server_cpu_seconds"] = None if server_cpu is None else round(server_cpu, 3)
@@ -345,6 +346,10 @@ class Stats:
             out["client_cores"] = round(client_cpu / wall, 2)
             out["other_cores"] = round(other / wall, 2)  # other processes on the machine: contention
         return out
+
+    def _server_cpu(self) -> float | None:
+        seconds = [proc_cpu_seconds(pid) for pid in self.server_pid]
+        return None if None in seconds else sum(s for s in seconds if s is not None)
 
 
 def run_clients(

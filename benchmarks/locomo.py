@@ -114,15 +114,18 @@ def evidence_ids(raw: Sequence[str]) -> list[str]:
 
 
 def agentmem_rankings(
-    turns: list[Turn], questions: list[str], embedder: CachedEmbedder, work: Path, kind: str, currentness: float | None
-) -> tuple[list[list[str]], list[list[str]], dict[str, float]]:
-    """One fresh Memory for the conversation; the top-K dia_ids recalled for each question, and the top DEEP."""
+    turns: list[Turn], questions: list[str], embedder: CachedEmbedder, work: Path, kind: str,
+    currentness: float | None, database_url: str | None = None,
+) -> tuple[list[list[str]], list[list[str]], dict[str, float]]:  # fmt: skip
+    """One fresh Memory for the conversation (on PostgreSQL, given `database_url` of an empty database); the
+    top-K dia_ids recalled for each question, and the top DEEP."""
     path = Path(tempfile.mkdtemp(prefix="conv-", dir=work))
     weights = Weights() if currentness is None else Weights(currentness=currentness)
     clock = Clock(turns[0].when)
     try:
         t0 = time.perf_counter()
-        with Memory(path, embedder=embedder, config=Config(weights=weights), clock=clock) as mem:
+        with Memory(path, embedder=embedder, config=Config(weights=weights), clock=clock,
+                    database_url=database_url) as mem:  # fmt: skip
             for session in sorted({t.session for t in turns}):
                 batch = [t for t in turns if t.session == session]
                 clock.now = batch[0].when

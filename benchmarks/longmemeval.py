@@ -220,16 +220,17 @@ def texts_to_embed(items: list[dict[str, Any]], cuts: Sequence[str]) -> list[str
 
 
 def agentmem_hits(
-    q: dict[str, Any], run: Run, embedder: CachedEmbedder, work: Path
+    q: dict[str, Any], run: Run, embedder: CachedEmbedder, work: Path, database_url: str | None = None
 ) -> tuple[dict[str, list[SessionHit]], dict[str, Any]]:
     """Fill a fresh Memory with the question's haystack, recall with the question: hits naming their
-    sessions for each of the run's labels, and the timing (and the time window recall understood)."""
+    sessions for each of the run's labels, and the timing (and the time window recall understood).
+    With `database_url` (an empty database) the Memory is on PostgreSQL instead of a data directory."""
     path = Path(tempfile.mkdtemp(prefix="q-", dir=work))
     clock = Clock(parse_date(q["question_date"]))
     timing: dict[str, Any] = {}
     try:
         t0 = time.perf_counter()
-        with Memory(path, embedder=embedder, config=run.config(), clock=clock) as mem:
+        with Memory(path, embedder=embedder, config=run.config(), clock=clock, database_url=database_url) as mem:
             order = sorted(range(len(q["haystack_sessions"])), key=lambda i: (parse_date(q["haystack_dates"][i]), i))
             n = 0
             for i in order:
