@@ -167,7 +167,7 @@ def http_part(
             for i, srv in enumerate(servers):
                 say(f"  {srv.side.name} server {i} on {srv.url} after {srv.started_seconds} s")
             for backend, srv in (("embedded", embedded), ("postgres", nodes[0])):
-                out["stores"][backend] = preload(srv, texts[:size], vectors, model.name, args.timeout)
+                out["stores"][backend] = preload(srv, texts[:size], vectors, model.name, 1800.0)
                 say(f"  {backend}: {size:,} memories imported at {out['stores'][backend]['per_second']:,.0f}/s")
             fresh = texts[size:]
             for srv in servers:
