@@ -501,15 +501,15 @@ def plot(res: dict[str, Any], path: Path) -> None:
         ax1.set_xticks([i + 0.4 - width / 2 for i in range(len(clients))], [f"{k} clients" for k in clients])
         ax1.set_ylabel("requests/s (mixed load)")
         ax1.set_title(f"one {res['machine']['cpu_count']}-core machine for every node")
-        ax1.legend(fontsize=8)
+        ax1.legend(fontsize=8, loc="lower center")
     rec = res.get("recall", {})
-    bars = [(f"{b[:3]}\n{name[:3]}", part["systems"][name][metric])
-            for b, metric in (("longmemeval", "r5"), ("locomo", "recall@5")) if (part := rec.get(b))
-            for name in part["systems"]]  # fmt: skip
+    bars = [(f"{title}\n{name}", name, part["systems"][name][metric])
+            for b, metric, title in (("longmemeval", "r5", "LME"), ("locomo", "recall@5", "LoCoMo"))
+            if (part := rec.get(b)) for name in part["systems"]]  # fmt: skip
     if bars:
-        colours = {"bas": "grey", "emb": "tab:blue", "pos": "tab:orange"}
-        ax2.bar(range(len(bars)), [v for _, v in bars], color=[colours[k.split("\n")[1]] for k, _ in bars])
-        ax2.set_xticks(range(len(bars)), [k for k, _ in bars], fontsize=8)
+        colours = {"baseline": "grey", "embedded": "tab:blue", "postgres": "tab:orange"}
+        ax2.bar(range(len(bars)), [v for _, _, v in bars], color=[colours[n] for _, n, _ in bars])
+        ax2.set_xticks(range(len(bars)), [k for k, _, _ in bars], fontsize=8)
         ax2.set_ylabel("R@5 (LongMemEval) / recall@5 (LoCoMo)")
         ax2.set_title("recall: baseline, embedded, PostgreSQL")
     save_figure(fig, path)
