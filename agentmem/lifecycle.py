@@ -17,7 +17,7 @@ import msgspec
 
 from agentmem import validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine
+from agentmem.engine import Engine, gated
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.records import MemoryVersion
@@ -134,6 +134,7 @@ def _archive(w: Write, chosen: list[Pick], threshold: float, actor: str) -> None
     )
 
 
+@gated
 def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
     """Bring an archived or expired memory back into recall (and both indexes).
 

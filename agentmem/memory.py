@@ -36,6 +36,7 @@ from agentmem.slots import newer_first
 from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
 from indexes.embed import Embedder, embed_query
+from indexes.onnx_embed import embedder_named
 from indexes.sync import Consistency
 
 log = logging.getLogger("agentmem")
@@ -63,14 +64,21 @@ class Memory:
         config: Config | None = None,
         clock: Callable[[], datetime] = _now,
         database_url: str | None = None,
+        embedders: Callable[[str], Embedder | None] = embedder_named,
     ) -> None:
         self.path = Path(path).expanduser()
         self.path.mkdir(parents=True, exist_ok=True)
-        self.embedder = embedder
         self.config = config or Config()
         self.clock = clock
         self._vector_error: str | None = None
-        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock, database_url=database_url)
+        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock, database_url=database_url,
+                             embedders=embedders)  # fmt: skip
+
+    @property
+    def embedder(self) -> Embedder:
+        """The model that serves now: the configured one, or while every version is re-embedded
+        for it (`Engine.reembedding`), the one the store was written with."""
+        return self.engine.embedder
 
     @property
     def store(self) -> StoreOfRecord:

@@ -380,14 +380,32 @@ class StoreOfRecord(ABC):
         )
         return [r[0] for r in rows]
 
-    def unembedded(self, model: str) -> list[tuple[str, str]]:
-        """(content hash, content) of current versions with no vector for `model` (a new model)."""
+    def unembedded(self, model: str, *, current_only: bool = False, limit: int | None = None) -> list[tuple[str, str]]:
+        """(content hash, content) of versions with no vector for `model` (a new model): every
+        version but erased ones (past versions answer `as_of` and history searches), current
+        ones first; only current ones with `current_only`."""
+        where = INDEXABLE if current_only else "m.status <> 'deleted'"
         rows = self._rows(
-            f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
+            f"SELECT m.content_hash, min(m.content), bool_or({INDEXABLE}) AS cur FROM memories m WHERE {where} "
+            "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?) "
+            "GROUP BY m.content_hash ORDER BY cur DESC, m.content_hash LIMIT ?",
+            [model, 2**62 if limit is None else limit],
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def unembedded_count(self, model: str, *, current_only: bool = False) -> int:
+        """How many distinct contents `unembedded` would return."""
+        where = INDEXABLE if current_only else "m.status <> 'deleted'"
+        rows = self._rows(
+            f"SELECT count(DISTINCT m.content_hash) FROM memories m WHERE {where} AND NOT EXISTS "
             "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
             [model],
         )
-        return [(r[0], r[1]) for r in rows]
+        return int(rows[0][0])
+
+    def embedding_models(self) -> dict[str, int]:
+        """How many vectors the store holds for each model."""
+        return {r[0]: int(r[1]) for r in self._rows("SELECT model, count(*) FROM embeddings GROUP BY model")}
 
     def embedded_hashes(self, model: str) -> list[str]:
         """Every content hash with a stored `model` embedding."""

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from agentmem import validate
 from agentmem.config import Config
-from agentmem.engine import Engine
+from agentmem.engine import Engine, gated
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.records import Link, MemoryVersion
@@ -186,6 +186,7 @@ def _check_lineage(lineage_id: int, chain: list[MemoryVersion]) -> None:
             )
 
 
+@gated
 def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:
     """Load an export into the store in one transaction; ids must not be in use. Returns versions read.
 

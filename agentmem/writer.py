@@ -155,3 +155,46 @@ class Writer:
                     raise
             finally:
                 self._owner = outer
+
+
+class ModelGate:
+    """Keeps a change of embedding model from landing between a write's embedding and its
+    commit: every write that embeds holds the gate open (`prepare`, any number at once, and
+    again on a thread that holds it already) from its embedding until its job is committed;
+    `closed()` waits until none does and holds new ones back while the model changes."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._open = 0
+        self._closed = False
+        self._mine = threading.local()
+
+    @contextmanager
+    def prepare(self) -> Iterator[None]:
+        depth = getattr(self._mine, "depth", 0)
+        if not depth:  # a nested write (a service calling remember) is inside the outer one's hold
+            with self._cond:
+                self._cond.wait_for(lambda: not self._closed)
+                self._open += 1
+        self._mine.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._mine.depth = depth
+            if not depth:
+                with self._cond:
+                    self._open -= 1
+                    self._cond.notify_all()
+
+    @contextmanager
+    def closed(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._closed)
+            self._closed = True
+            self._cond.wait_for(lambda: self._open == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._closed = False
+                self._cond.notify_all()

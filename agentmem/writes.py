@@ -16,7 +16,7 @@ import numpy as np
 
 from agentmem import validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine
+from agentmem.engine import Engine, gated
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
@@ -44,6 +44,7 @@ def _sources_known(engine: Engine, new: NewMemory) -> NewMemory:
     return new
 
 
+@gated
 def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:
     """Create, reinforce or supersede (see `agentmem.supersede`), in the next group commit."""
     content_hash = sha256(new.content)
@@ -144,6 +145,7 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
     )
 
 
+@gated
 def revise(
     engine: Engine, memory_id: int, content: str, *, reason: str, actor: str, changes: dict[str, Any]
 ) -> RememberResult:
@@ -186,6 +188,7 @@ def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str
     return _sources_known(engine, validate.new_memory(NewMemory(**base), engine.config, now))
 
 
+@gated
 def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
     """Raw observations or events in one unit: all or nothing. They never supersede or reinforce."""
     now = engine.clock()

@@ -13,6 +13,7 @@ import numpy as np
 from indexes.docs import IndexFailure
 
 MINILM_NAME = "all-MiniLM-L6-v2"
+MINILM_INT8_NAME = "all-MiniLM-L6-v2-int8"  # its int8 quantisation: another model for the indexes
 
 
 class EmbedderUnavailable(IndexFailure):
