@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import threading
 import time
@@ -50,7 +51,7 @@ from agentmem.unit import Write
 from agentmem.validate import MAX_ID
 from agentmem.writer import ModelGate, Writer
 from indexes.docs import Doc, IndexFailure
-from indexes.embed import EmbedBatcher, Embedder
+from indexes.embed import EmbedBatcher, Embedder, embed_query
 from indexes.onnx_embed import embedder_named
 from indexes.sync import Consistency, IndexSet
 
@@ -60,6 +61,7 @@ DB_FILE = "agentmem.duckdb"
 
 T = TypeVar("T")
 CURRENT = Filter(current_only=True)
+QUERY_RUNNERS = os.cpu_count() or 1  # query embeddings run at once (each a batch of those waiting)
 
 
 P = ParamSpec("P")
@@ -131,6 +133,7 @@ class Engine:
                 self.embedder = self._serving(embedders)
                 self.model = self.embedder.name
             self._batcher = EmbedBatcher(self.embedder)
+            self._queries = EmbedBatcher(self.embedder, max_texts=32, runners=QUERY_RUNNERS)
             self._backfill_embeddings()
             # which contents have a stored vector: a new text skips the store lookup and the
             # insert's existence check (kept in step by _commit, under the writer)
@@ -280,6 +283,12 @@ class Engine:
         except IndexFailure as exc:
             raise IndexUnavailableError(str(exc)) from exc
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """A recall's query vector: from the embedder's cache, or embedded together with the other
+        queries waiting (up to 32 in one forward pass, one pass a core at once)."""
+        queries = self._queries  # read once: a change of model swaps it (and its embedder) whole
+        return embed_query(queries.embedder, text, queries)
+
     def vector_for(self, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
         """The vector of this content, and whether the store has it already (else it is embedded
         now, outside the writer)."""
@@ -383,6 +392,7 @@ class Engine:
             install()
             self.embedder, self.model, self.source = target, target.name, source
             self._batcher = EmbedBatcher(target)
+            self._queries = EmbedBatcher(target, max_texts=32, runners=QUERY_RUNNERS)
             self._embedded = {_hash_key(h) for h in self.store.embedded_hashes(target.name)}
 
     # -- reading -----------------------------------------------------------------------

@@ -35,7 +35,7 @@ from agentmem.retention import Retention, retention
 from agentmem.slots import newer_first
 from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
-from indexes.embed import Embedder, embed_query
+from indexes.embed import Embedder
 from indexes.onnx_embed import embedder_named
 from indexes.sync import Consistency
 
@@ -336,7 +336,7 @@ class Memory:
     def _query_vector(self, query: str) -> np.ndarray | None:
         """The query's embedding, or None while the model is down (recall then answers by words)."""
         try:
-            return embed_query(self.embedder, query)
+            return self.engine.embed_query(query)
         except IndexFailure as exc:
             self._vector_down(exc)
             return None
