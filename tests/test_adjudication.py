@@ -16,13 +16,14 @@ from typing import Any
 import httpx
 import pytest
 
-from agentmem import Config, Memory
+from agentmem import Config, Memory, NewMemory
 from agentmem.adjudicate import Pending, parse, request
 from agentmem.errors import ProviderCacheMissError, ProviderError
 from agentmem.provider import CACHE_ONLY_ENV, ProviderConfig
 from fakes import FakeEmbedder, FakeProvider
 from servers import TOKEN, Server
 
+BACKENDS = ("duckdb", "postgres")  # tests taking `open_memory` run on both (see conftest.py)
 OLD = "We keep the release notes in the wiki"
 NEW = "We keep the release notes in the repository docs folder"  # the hint band: Jaccard 0.6, no rule
 
@@ -41,9 +42,12 @@ def ruling(*verdicts: tuple[str, str]) -> Any:
     return lambda body: json.dumps(reply)
 
 
-def opened(path: Path, clock, url: str, **provider: Any) -> Memory:  # type: ignore[no-untyped-def]
-    cfg = ProviderConfig(base_url=url, model="judge", timeout_seconds=0.5, adjudicate=True, **provider)
-    return Memory(path, embedder=FakeEmbedder(), clock=clock, config=Config(provider=cfg))
+def opened(where: Path | Any, clock, url: str, **provider: Any) -> Memory:  # type: ignore[no-untyped-def]
+    """A Memory whose provider at `url` adjudicates: in the directory `where`, or from `open_memory`."""
+    cfg = Config(provider=ProviderConfig(base_url=url, model="judge", timeout_seconds=0.5, adjudicate=True, **provider))
+    if isinstance(where, Path):
+        return Memory(where, embedder=FakeEmbedder(), clock=clock, config=cfg)
+    return where(embedder=FakeEmbedder(), clock=clock, config=cfg)  # type: ignore[no-any-return]
 
 
 def two(mem: Memory, clock, old: str = OLD, new: str = NEW, project: str = "p") -> tuple[Any, Any]:  # type: ignore[no-untyped-def]
@@ -57,9 +61,9 @@ def prompt(body: dict[str, Any]) -> str:
     return str(body["messages"][1]["content"])
 
 
-def test_update_supersedes_and_the_reason_is_the_death_record(tmp_path: Path, clock, provider: FakeProvider) -> None:  # type: ignore[no-untyped-def]
+def test_update_supersedes_and_the_reason_is_the_death_record(open_memory, clock, provider: FakeProvider) -> None:  # type: ignore[no-untyped-def]
     provider.script = ruling(("update", "the notes moved from the wiki to the repository"))
-    with opened(tmp_path / "d", clock, provider.url) as mem:
+    with opened(open_memory, clock, provider.url) as mem:
         first, second = two(mem, clock)
         assert second.outcome == "superseded" and second.superseded_id == first.memory.id
         assert second.reason == "model update: the notes moved from the wiki to the repository"
@@ -76,6 +80,19 @@ def test_update_supersedes_and_the_reason_is_the_death_record(tmp_path: Path, cl
     text = prompt(body)
     assert f"New statement (2026-01-02): {NEW}" in text and f"1. (2026-01-01) {OLD}" in text
     assert text.endswith(f"Evidence:\n1. (2026-01-01) {OLD}")  # by ordinal: no id (the purity test below)
+
+
+def test_a_same_slot_pair_outside_the_hint_band_is_put_too(tmp_path: Path, clock, provider: FakeProvider) -> None:  # type: ignore[no-untyped-def]
+    provider.script = ruling(("update", "a fifth project since the fourth"))
+    old, new = (
+        "I've completed 4 projects since starting painting classes",
+        "I just finished my 5th project since starting painting classes",
+    )
+    with opened(tmp_path / "d", clock, provider.url) as mem:
+        first, second = two(mem, clock, old, new)
+        assert second.near_duplicates == [] and second.superseded_id == first.memory.id  # no hint: the slot test
+        assert second.reason == "model update: a fifth project since the fourth"
+    assert prompt(provider.requests[0]).endswith(f"1. (2026-01-01) {old}")
 
 
 @pytest.mark.parametrize(
@@ -106,9 +123,9 @@ def test_the_rules_decide_first_and_no_pair_no_call(tmp_path: Path, clock, provi
         assert provider.requests == []
 
 
-def test_replies_cached_by_request_and_cache_only_replays(tmp_path, clock, provider: FakeProvider, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_replies_cached_by_request_and_cache_only_replays(open_memory, clock, provider, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     provider.script = ruling(("update", "moved"))
-    with opened(tmp_path / "d", clock, provider.url) as mem:
+    with opened(open_memory, clock, provider.url) as mem:
         two(mem, clock)
         assert mem.provider is not None and (mem.provider.calls, mem.provider.cache_hits) == (1, 0)
         clock.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -121,7 +138,7 @@ def test_replies_cached_by_request_and_cache_only_replays(tmp_path, clock, provi
         clock.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
         if how == "environment":
             monkeypatch.setenv(CACHE_ONLY_ENV, "1")
-        with opened(tmp_path / "d", clock, provider.url, cache_only=how == "config") as mem:
+        with opened(open_memory, clock, provider.url, cache_only=how == "config") as mem:
             replayed = two(mem, clock, project=f"replay-{how}")[1]
             assert replayed.reason == "model update: moved"
             before = mem.stats().versions
@@ -150,9 +167,9 @@ def test_a_failing_provider_leaves_the_rules_decision(tmp_path, clock, provider,
         assert mem.store.scalar("SELECT count(*) FROM provider_cache") == 0  # a bad reply is not kept
 
 
-def test_asked_outside_the_write_lock_and_rechecked(tmp_path: Path, clock, provider: FakeProvider) -> None:  # type: ignore[no-untyped-def]
+def test_asked_outside_the_write_lock_and_rechecked(open_memory, clock, provider: FakeProvider) -> None:  # type: ignore[no-untyped-def]
     seen: dict[str, Any] = {}
-    with opened(tmp_path / "d", clock, provider.url) as mem:
+    with opened(open_memory, clock, provider.url) as mem:
         first = mem.remember(OLD, project="p")
 
         def script(body: dict[str, Any]) -> str:
@@ -234,3 +251,29 @@ def test_the_real_server_and_model_keep_the_ruling_in_history(tmp_path: Path, pr
     finally:
         server.close()
     assert os.path.exists(tmp_path / "data" / "agentmem.duckdb")
+
+
+def test_the_viewer_says_a_model_ruled() -> None:
+    from api.viewer.pages import why
+
+    assert (
+        why("model update: moved", 0.6, None, None)
+        == "a model ruled the newer memory an update: moved (similarity 0.600)"
+    )
+    assert (
+        why("model refinement: more detail", None, None, None)
+        == "a model ruled the newer memory a refinement: more detail"
+    )
+
+
+def test_cache_only_consolidation_fails_instead_of_counting_a_failure(tmp_path: Path, clock, provider) -> None:  # type: ignore[no-untyped-def]
+    cfg = Config(provider=ProviderConfig(base_url=provider.url, model="judge", cache_only=True))
+    with Memory(tmp_path / "d", embedder=FakeEmbedder(), clock=clock, config=cfg) as mem:
+        for session in ("s1", "s2"):
+            clock.advance(minutes=1)
+            seen = NewMemory(content="The upload test is flaky on the CI runner", project="p", kind="observation",
+                             session=session, valid_from=clock.now)  # fmt: skip
+            mem.observe([seen])
+        with pytest.raises(ProviderCacheMissError):
+            mem.consolidate(passes=["semantic"])
+    assert provider.requests == []
