@@ -132,6 +132,8 @@ def test_replies_cached_by_request_and_cache_only_replays(open_memory, clock, pr
         again = two(mem, clock, project="other")[1]  # other ids, same texts and dates: the same request
         assert again.outcome == "superseded" and again.reason == "model update: moved"
         assert (mem.provider.calls, mem.provider.cache_hits) == (1, 1)
+        ((_, model, reply),) = mem.store.cached_replies()  # one request, kept once
+        assert model == "judge" and json.loads(reply)["rulings"][0]["ruling"] == "update"
     assert len(provider.requests) == 1
     provider.stop()  # no model from here on
     for how in ("config", "environment"):
