@@ -431,6 +431,11 @@ class StoreOfRecord(ABC):
         rows = self._rows("SELECT reply FROM provider_cache WHERE prompt_hash = ?", [prompt_hash])
         return str(rows[0][0]) if rows else None
 
+    def cached_replies(self) -> list[tuple[str, str, str]]:
+        """Every cached provider reply: (request hash, model, reply), by hash (a replay set's export)."""
+        rows = self._rows("SELECT prompt_hash, model, reply FROM provider_cache ORDER BY prompt_hash", [])
+        return [(str(h), str(m), str(r)) for h, m, r in rows]
+
     def has_embedding(self, content_hash: str, model: str) -> bool:
         return bool(self._rows("SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model]))
 
