@@ -283,6 +283,17 @@ class Engine:
         except IndexFailure as exc:
             raise IndexUnavailableError(str(exc)) from exc
 
+    @property
+    def query_embedder(self) -> Embedder:
+        return self._queries.embedder
+
+    @query_embedder.setter
+    def query_embedder(self, embedder: Embedder) -> None:
+        """Embed queries with another instance of the serving model (its own cache, threads)."""
+        if (embedder.name, embedder.dim) != (self.model, self.embedder.dim):
+            raise ValidationError(f"queries must be embedded with {self.model}, not {embedder.name}")
+        self._queries = EmbedBatcher(embedder, max_texts=32, runners=QUERY_RUNNERS)
+
     def embed_query(self, text: str) -> np.ndarray:
         """A recall's query vector: from the embedder's cache, or embedded together with the other
         queries waiting (up to 32 in one forward pass, one pass a core at once)."""

@@ -80,6 +80,11 @@ class Memory:
         for it (`Engine.reembedding`), the one the store was written with."""
         return self.engine.embedder
 
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        """Embed recall's queries with another instance of the serving model (its own cache)."""
+        self.engine.query_embedder = embedder
+
     @property
     def store(self) -> StoreOfRecord:
         return self.engine.store
