@@ -140,6 +140,11 @@ class Engine:
         with self.writer.exclusive() as w:
             yield w
 
+    def run_alone(self, job: Callable[[Write], T]) -> T:
+        """`job` in a unit of its own (as `write`), run again when a shared store reports that
+        another node changed what it read (`Writer.run_alone`)."""
+        return self.writer.run_alone(job)
+
     @staticmethod
     def compact(path: Path) -> tuple[int, int]:  # DuckDB only: PostgreSQL has VACUUM FULL
         """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
@@ -183,9 +188,9 @@ class Engine:
                 if s.shared and w.vectors:  # stored per project with the versions: it needs them all
                     s.put_embeddings(tx, list(w.vectors), self.model, np.stack(list(w.vectors.values())))
                 s.insert_versions(tx, list(c.inserts.values()))
-                s.apply_updates(tx, c.updates, c.was_current)
+                s.apply_updates(tx, c.updates, c.read)
                 for e in c.erasures:
-                    s.erase(tx, e.ids, e.hashes, e.fields)
+                    s.erase(tx, e.ids, e.hashes, e.fields, lineages=e.lineages, known=e.known)
                 s.add_links(tx, c.links)
                 first = s.enqueue(tx, c.outbox, w.now)
                 w.audit_ids = s.write_audit(tx, c.audits)

@@ -148,7 +148,7 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
     m = engine.get(memory_id)
     vector, stored = engine.vector_for(m.content, m.content_hash)
 
-    with engine.write() as w:
+    def job(w: Write) -> MemoryVersion:  # run again if another node changed the memory meanwhile
         v = engine.get(memory_id)
         if v.status not in ("archived", "expired"):
             raise ConflictError(f"memory {v.id} is {v.status}, not archived or expired: nothing to restore")
@@ -163,7 +163,9 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
             last_reinforced_at=w.now,
         )  # fmt: skip
         w.audit([AuditEntry.of(v, "restore", actor, w.now, f"was {v.status}")])
-    return restored
+        return restored
+
+    return engine.run_alone(job)
 
 
 def pin(engine: Engine, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
@@ -216,7 +218,8 @@ def delete(
         raise ValidationError("created_from must be before created_to")
     if project is not None and scope is not None and project not in scope:
         raise NotFoundError(f"no project {project!r} among those this caller may change")
-    with engine.write() as w:  # the store holds every acknowledged write, and nothing half-done
+
+    def job(w: Write) -> tuple[DeleteReport, Write | None]:  # the store holds every acknowledged write
         victims = _victims(engine, targets, ids, lineages, project, kinds, start, end, scope)
         victim_ids = [v.id for v in victims]
         report = DeleteReport(
@@ -227,7 +230,7 @@ def delete(
             ids_truncated=len(victims) > MAX_LISTED,
         )
         if dry_run or not victims:
-            return report
+            return report, None
         details: dict[str, Any] = {"ids": victim_ids[:10_000], "lineages": report.lineages}
         if filtered:
             details["filter"] = {
@@ -256,7 +259,13 @@ def delete(
         # a surviving current version indexes words of the versions it replaced: index it again
         gone = set(victim_ids)
         survivors = [i for i in engine.store.current_of_lineages(sorted(lineage_ids)) if i not in gone]
-        w.erase(victims, reason, survivors)
+        known = engine.store.ids(Filter(lineages=tuple(sorted(lineage_ids))))  # checked again at the commit
+        w.erase(victims, reason, survivors, known)
+        return report, w
+
+    report, w = engine.run_alone(job)  # run again if another node changed a lineage meanwhile
+    if w is None:
+        return report
     if engine.config.purge_index_files:
         engine.purge()  # beside the writer, not under it: other writes go on
     return msgspec.structs.replace(report, audit_id=w.audit_ids[0])

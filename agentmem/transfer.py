@@ -206,11 +206,14 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
                 vectors.setdefault(v.content_hash, np.asarray(line.embedding, dtype=np.float32))
     if any(vec.shape != (embedder.dim,) for vec in vectors.values()):
         raise ValidationError(f"embeddings in the file are not all {embedder.dim}-dimensional")
-    stored = store.embedded(list({v.content_hash for v in inserted}), embedder.name)
+    stored: set[tuple[str, str]] = set()  # (project, hash): PostgreSQL keeps vectors per project
+    for project in sorted({v.project for v in inserted}):
+        hashes = list({v.content_hash for v in inserted if v.project == project})
+        stored.update((project, h) for h in store.embedded(hashes, embedder.name, project=project))
     missing = {
         v.content_hash: v.content
         for v in inserted
-        if v.status != "deleted" and v.content_hash not in vectors and v.content_hash not in stored
+        if v.status != "deleted" and v.content_hash not in vectors and (v.project, v.content_hash) not in stored
     }
     todo = list(missing.items())
     bar = tqdm(total=len(todo), desc="embed", unit="memory", disable=not sys.stderr.isatty(), leave=False)
@@ -223,7 +226,7 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
         bar.close()
     with engine.write() as w:
         if ids:
-            taken = store.count(Filter(ids=tuple(ids)))
+            taken = store.claim_ids(w.session, ids)  # in the import's transaction on a shared store
             if taken:
                 raise ConflictError(
                     f"{taken} of the file's memory ids are already in this store: import into an empty data directory"
