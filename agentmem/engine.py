@@ -94,7 +94,9 @@ class Engine:
         if database_url:
             from agentmem import postgres  # psycopg only for those who ask for PostgreSQL
 
-            pg = postgres.PgStore(database_url, model=self.model, dim=embedder.dim)
+            pg = postgres.PgStore(
+                database_url, model=self.model, dim=embedder.dim, lock_timeout=config.lock_timeout_seconds
+            )
             self.store, self.live = pg, postgres.LiveView(pg)
         else:
             duck = Store(path / DB_FILE)
@@ -102,7 +104,13 @@ class Engine:
         try:
             if not database_url:
                 self.live = LiveSet(duck.versions(CURRENT))
-            self.writer = Writer(self._new_unit, self._commit, abort=self._abort, retryable=(RetryConflict,))
+            self.writer = Writer(
+                self._new_unit,
+                self._commit,
+                abort=self._abort,
+                retryable=(RetryConflict,),
+                deadline=config.retry_deadline_seconds,
+            )
             self._backfill_embeddings()
             # which contents have a stored vector: a new text skips the store lookup and the
             # insert's existence check (kept in step by _commit, under the writer)

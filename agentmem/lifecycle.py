@@ -22,6 +22,7 @@ from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
+from agentmem.store import RetryConflict
 from agentmem.unit import Write
 
 MAX_LISTED = 1000  # ids or items a report lists in full; counts are always exact
@@ -220,7 +221,7 @@ def delete(
         raise NotFoundError(f"no project {project!r} among those this caller may change")
 
     def job(w: Write) -> tuple[DeleteReport, Write | None]:  # the store holds every acknowledged write
-        victims = _victims(engine, targets, ids, lineages, project, kinds, start, end, scope)
+        victims, whole = _victims(engine, targets, ids, lineages, project, kinds, start, end, scope)
         victim_ids = [v.id for v in victims]
         report = DeleteReport(
             dry_run=dry_run,
@@ -258,9 +259,14 @@ def delete(
         )
         # a surviving current version indexes words of the versions it replaced: index it again
         gone = set(victim_ids)
+        # every version of those lineages, read before the survivors (a shared store checks at the
+        # commit that no other was added since); one added since the victims were read is a race
+        known = engine.store.versions(Filter(lineages=tuple(sorted(lineage_ids))))
+        late = [v.id for v in known if v.lineage_id in whole and v.status != "deleted" and v.id not in gone]
+        if late:
+            raise RetryConflict(f"memories {late[:5]} were added to the deleted lineages meanwhile")
         survivors = [i for i in engine.store.current_of_lineages(sorted(lineage_ids)) if i not in gone]
-        known = engine.store.ids(Filter(lineages=tuple(sorted(lineage_ids))))  # checked again at the commit
-        w.erase(victims, reason, survivors, known)
+        w.erase(victims, reason, survivors, [v.id for v in known])
         return report, w
 
     report, w = engine.run_alone(job)  # run again if another node changed a lineage meanwhile
@@ -281,8 +287,9 @@ def _victims(
     start: datetime | None,
     end: datetime | None,
     scope: Sequence[str] | None,
-) -> list[MemoryVersion]:
-    """The versions a delete names, oldest id first (already deleted ones left out)."""
+) -> tuple[list[MemoryVersion], set[int]]:
+    """The versions a delete names, oldest id first (already deleted ones left out), and the
+    lineages it deletes whole."""
     store = engine.store
     if targets:
         found = store.get_many(targets)
@@ -296,11 +303,12 @@ def _victims(
         victims = [v for v in chosen.values() if v.status != "deleted"]
     else:
         if scope is not None and not scope:
-            return []
+            return [], set()
         projects = one_of(scope)
         if project is not None:  # within the caller's scope, if it has one
             projects = (project,) if projects is None or project in projects else ()
         victims = store.versions(
             Filter(projects=projects, kinds=one_of(kinds), created_from=start, created_to=end, exclude_deleted=True)
         )
-    return sorted(victims, key=lambda v: v.id)
+        whole = []
+    return sorted(victims, key=lambda v: v.id), set(whole)

@@ -234,7 +234,7 @@ class Write:
         c.erasures.append(
             Erasure(ids, sorted({v.content_hash for v in victims}), {**ERASED, "deleted_at": self.now,
                                                                       "status_reason": reason},
-                    sorted({(v.project, v.lineage_id) for v in victims}), {*ids, *survivors, *known})
+                    sorted({(v.project, v.lineage_id) for v in victims}), {*ids, *known})
         )  # fmt: skip
         for v in victims:
             c.gone.add(v.id)
