@@ -9,6 +9,8 @@ connection, a value the database refuses in the middle of a batch.
 from __future__ import annotations
 
 import json
+import random
+import string
 import threading
 import time
 from pathlib import Path
@@ -78,7 +80,9 @@ def test_a_very_long_triple_subject_is_stored_and_holds_its_slot(nodes: list[Mem
     """A subject of 3,000 characters once exceeded PostgreSQL's btree row limit on the slot index
     (a 500); the slot column holds its hash, so any subject the validator allows fits."""
     a, b = nodes
-    subject = "the build farm " + "x" * 3000
+    rng = random.Random(5)  # words that do not compress: PostgreSQL compresses an index row first
+    subject = "the build farm " + " ".join("".join(rng.choices(string.ascii_lowercase, k=7)) for _ in range(375))
+    assert len(subject) > 3000
     first = a.remember("The build farm runs Ubuntu 22.04", project="ops", triple=Triple(subject, "runs", "22.04"))
     assert first.outcome == "created"
     later = b.remember("The build farm runs Ubuntu 24.04", project="ops", triple=Triple(subject, "runs", "24.04"))
@@ -108,7 +112,9 @@ def test_a_value_refused_at_the_commit_fails_its_job_only(nodes: list[Memory]) -
     past `remember`'s checks) fails at the commit: each job then runs alone, so only its own
     caller hears a 400, and the rest of the batch is written."""
     a, _ = nodes
-    results = _one_batch(a, [_insert("Standups are at ten"), _insert("bad \x00 value"), _insert("Retros are on Friday")])
+    results = _one_batch(
+        a, [_insert("Standups are at ten"), _insert("bad \x00 value"), _insert("Retros are on Friday")]
+    )
     assert isinstance(results[1], ValidationError) and "0x00" in str(results[1])
     assert {v.content for v in a.live.values()} == {"Standups are at ten", "Retros are on Friday"}
 
