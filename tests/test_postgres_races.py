@@ -23,7 +23,7 @@ from agentmem import Memory
 from agentmem.config import Config
 from agentmem.errors import ConflictError, StoreBusyError, ValidationError
 from agentmem.records import NewMemory, Triple
-from agentmem.text import sha256
+from agentmem.text import sha256, slot_of
 from agentmem.unit import Write
 from fakes import FakeEmbedder
 
@@ -306,3 +306,21 @@ def test_a_write_waiting_on_a_lock_released_before_the_deadline_succeeds(tmp_pat
         assert result.superseded_id == old.id
         assert mem.engine.writer.retries >= 1  # it was refused at least once, then run again
         assert [v.status for v in mem.history(old.id)] == ["superseded", "active"]
+
+
+def test_a_database_of_the_first_schema_is_brought_up_to_date(tmp_path: Path, database_url: str) -> None:
+    """Schema 1 held the slot itself and search documents on superseded versions: opening it
+    hashes the slots (so its current slot holders are still found) and drops those documents."""
+    with _node(tmp_path, "old", database_url) as mem:
+        first = mem.remember("Alice leads payments", project="p", triple=Triple("Alice", "leads", "payments")).memory
+        old = mem.remember("The port is 4000", project="p", key="port").memory
+        mem.remember("The port is 5000", project="p", key="port")
+    with psycopg.connect(database_url) as conn:  # as schema 1 left it
+        conn.execute("UPDATE memories SET slot = %s WHERE id = %s", [slot_of("Alice", "leads"), first.id])
+        conn.execute("UPDATE memories SET doc = 'the port is 4000' WHERE id = %s", [old.id])
+        conn.execute("UPDATE agentmem_meta SET value = '1' WHERE name = 'schema_version'")
+    with _node(tmp_path, "new", database_url) as mem:
+        assert mem.engine.store.schema_version == 2  # type: ignore[attr-defined]
+        later = mem.remember("Alice leads billing", project="p", triple=Triple("Alice", "leads", "billing"))
+        assert later.superseded_id == first.id
+        assert _rows(database_url, "SELECT doc FROM memories WHERE id = %s", [old.id]) == [(None,)]

@@ -89,7 +89,7 @@ class Tx:
         self.current = Current(self)
         self.done = False
         self.projects: dict[int, str] = {}  # memory id -> project, of every version read or written
-        self._ids_locked = False
+        self.ids_locked = False
 
     def run(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """A statement in this transaction (`?` placeholders); its rows, if it returns any."""
@@ -108,13 +108,10 @@ class Tx:
     def seen(self, versions: Sequence[MemoryVersion]) -> None:
         self.projects.update((v.id, v.project) for v in versions)
 
-    def project_of(self, memory_id: int) -> str:
-        return self.projects[memory_id]
-
     def allocate_id(self) -> int:
-        if not self._ids_locked:  # an import bringing its own ids waits for units holding new ones
+        if not self.ids_locked:  # an import bringing its own ids waits for units holding new ones
             self.run("SELECT pg_advisory_xact_lock_shared(?)", [_IDS_LOCK])
-            self._ids_locked = True
+            self.ids_locked = True
         nid = int(self.run("SELECT nextval('memory_ids')")[0][0])
         if nid > MAX_ID:
             raise StoreError(f"the id space is used up: ids go up to 2**53, and {nid - 1} is taken")
@@ -211,7 +208,7 @@ class PgStore(StoreOfRecord):
         many of them are in use (in any project), all in the import's transaction."""
         tx: Tx = session
         tx.run("SELECT pg_advisory_xact_lock(?)", [_IDS_LOCK])
-        tx._ids_locked = True
+        tx.ids_locked = True
         tx.run("SELECT setval('memory_ids', greatest(?, (SELECT last_value FROM memory_ids)))", [max(1, max(ids))])
         return int(tx.run("SELECT count(*) FROM memories WHERE id = ANY(?::bigint[])", [list(ids)])[0][0])
 
