@@ -35,7 +35,7 @@ from agentmem.unit import Write
 T = TypeVar("T")
 
 MAX_BATCH = 256  # jobs one commit takes at most (the rest go to the next)
-DEADLINE = 30.0  # seconds a batch may keep asking for a retry before its callers hear the conflict
+DEADLINE = 20.0  # seconds a batch may keep asking for a retry before its callers hear the conflict
 PAUSE = (0.005, 1.0)  # the first pause before a retry, and the longest (it doubles each time, jittered)
 
 

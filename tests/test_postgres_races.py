@@ -158,6 +158,23 @@ def test_an_import_cannot_take_an_id_a_write_on_another_node_holds(tmp_path: Pat
         b.close()
 
 
+def test_an_update_names_its_project(nodes: list[Memory], database_url: str) -> None:
+    """Where one id is in two projects (as the race above once left it; the primary key is
+    (project, id) for Citus), a write in one project changes its own row, never the other's."""
+    a, _ = nodes
+    old = a.remember("The build server is alpha", project="mine", key="build.server").memory
+    with psycopg.connect(database_url) as conn:  # the same id in another project
+        names = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
+                 "table_name = 'memories' AND column_name <> 'search' ORDER BY ordinal_position").fetchall()]  # fmt: skip
+        columns = ", ".join(names)
+        values = columns.replace("project", "'theirs'", 1).replace(", key,", ", 'their.key',", 1)
+        conn.execute(f"INSERT INTO memories ({columns}) SELECT {values} FROM memories WHERE id = %s", [old.id])
+    a.remember("The build server is beta", project="mine", key="build.server")
+    rows = _rows(database_url, "SELECT project, status, is_latest FROM memories WHERE id = %s ORDER BY project",
+                 [old.id])  # fmt: skip
+    assert rows == [("mine", "superseded", False), ("theirs", "active", True)]
+
+
 def _try(fn: Any) -> Any:
     try:
         return fn()
