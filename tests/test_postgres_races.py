@@ -164,8 +164,11 @@ def test_an_update_names_its_project(nodes: list[Memory], database_url: str) -> 
     a, _ = nodes
     old = a.remember("The build server is alpha", project="mine", key="build.server").memory
     with psycopg.connect(database_url) as conn:  # the same id in another project
-        names = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
-                 "table_name = 'memories' AND column_name <> 'search' ORDER BY ordinal_position").fetchall()]  # fmt: skip
+        listed = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'memories' "
+            "AND column_name <> 'search' ORDER BY ordinal_position"
+        )
+        names = [r[0] for r in listed.fetchall()]
         columns = ", ".join(names)
         values = columns.replace("project", "'theirs'", 1).replace(", key,", ", 'their.key',", 1)
         conn.execute(f"INSERT INTO memories ({columns}) SELECT {values} FROM memories WHERE id = %s", [old.id])
