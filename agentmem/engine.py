@@ -120,7 +120,9 @@ class Engine:
         if database_url:
             from agentmem import postgres  # psycopg only for those who ask for PostgreSQL
 
-            pg = postgres.PgStore(database_url, model=self.model, dim=embedder.dim)
+            pg = postgres.PgStore(
+                database_url, model=self.model, dim=embedder.dim, lock_timeout=config.lock_timeout_seconds
+            )
             self.store, self.live = pg, postgres.LiveView(pg)
         else:
             duck = Store(path / DB_FILE)
@@ -128,7 +130,13 @@ class Engine:
         try:
             if not database_url:
                 self.live = LiveSet(duck.versions(CURRENT))
-            self.writer = Writer(self._new_unit, self._commit, abort=self._abort, retryable=(RetryConflict,))
+            self.writer = Writer(
+                self._new_unit,
+                self._commit,
+                abort=self._abort,
+                retryable=(RetryConflict,),
+                deadline=config.retry_deadline_seconds,
+            )
             if not database_url:
                 self.embedder = self._serving(embedders)
                 self.model = self.embedder.name
@@ -176,6 +184,11 @@ class Engine:
         with self.writer.exclusive() as w:
             yield w
 
+    def run_alone(self, job: Callable[[Write], T]) -> T:
+        """`job` in a unit of its own (as `write`), run again when a shared store reports that
+        another node changed what it read (`Writer.run_alone`)."""
+        return self.writer.run_alone(job)
+
     @staticmethod
     def compact(path: Path) -> tuple[int, int]:  # DuckDB only: PostgreSQL has VACUUM FULL
         """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
@@ -219,9 +232,9 @@ class Engine:
                 if s.shared and w.vectors:  # stored per project with the versions: it needs them all
                     s.put_embeddings(tx, list(w.vectors), self.model, np.stack(list(w.vectors.values())))
                 s.insert_versions(tx, list(c.inserts.values()))
-                s.apply_updates(tx, c.updates, c.was_current)
+                s.apply_updates(tx, c.updates, c.read)
                 for e in c.erasures:
-                    s.erase(tx, e.ids, e.hashes, e.fields)
+                    s.erase(tx, e.ids, e.hashes, e.fields, lineages=e.lineages, known=e.known)
                 s.add_links(tx, c.links)
                 first = s.enqueue(tx, c.outbox, w.now)
                 w.audit_ids = s.write_audit(tx, c.audits)

@@ -10,7 +10,7 @@ import os
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -29,6 +29,8 @@ from agentmem.migrations import migrate
 from agentmem.records import MAX_ID, Link, MemoryVersion, Triple
 from agentmem.text import identity, sha256, slot_of
 from indexes.docs import OutboxEntry, OutboxOp
+
+NO_READS: Mapping[int, tuple[str, str, bool]] = {}
 
 
 class RetryConflict(StoreBusyError):
@@ -196,13 +198,25 @@ class StoreOfRecord(ABC):
 
     @abstractmethod
     def apply_updates(
-        self, conn: Any, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+        self, conn: Any, updates: dict[int, dict[str, Any]], read: Mapping[int, tuple[str, str, bool]] = NO_READS
     ) -> None:
-        """Set fields on stored versions; those in `was_current` must still be current (where
-        other processes write the same store: else `RetryConflict`)."""
+        """Set fields on stored versions; each must still be as the unit `read` it (project, status,
+        is_latest) where other processes write the same store: else `RetryConflict`."""
 
     @abstractmethod
-    def erase(self, conn: Any, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]) -> None: ...
+    def erase(
+        self,
+        conn: Any,
+        ids: Sequence[int],
+        hashes: Sequence[str],
+        fields: dict[str, Any],
+        *,
+        lineages: Sequence[tuple[str, int]] = (),
+        known: AbstractSet[int] = frozenset(),
+    ) -> None:
+        """Blank the versions `ids`. `lineages` (project, lineage id) are theirs, and `known` every
+        version of them the delete read: a shared store refuses the commit (`RetryConflict`) if
+        another process added a version to one meanwhile."""
 
     @abstractmethod
     def add_links(self, conn: Any, links: Sequence[Link]) -> None: ...
@@ -242,8 +256,9 @@ class StoreOfRecord(ABC):
         with one of `prefixes`, those matching the most prefixes first (newest first among equals)."""
 
     @abstractmethod
-    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        """Stored embeddings by content hash (hashes with none for `model` are left out)."""
+    def vectors(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> dict[str, np.ndarray]:
+        """Stored embeddings by content hash (hashes with none for `model` are left out); `project`
+        as in `embedded`."""
 
     @abstractmethod
     def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
@@ -412,8 +427,9 @@ class StoreOfRecord(ABC):
         rows = self._rows("SELECT content_hash FROM embeddings WHERE model = ?", [model])
         return [r[0] for r in rows]
 
-    def embedded(self, hashes: Sequence[str], model: str) -> set[str]:
-        """Which of these content hashes have a stored `model` embedding."""
+    def embedded(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> set[str]:
+        """Which of these content hashes have a stored `model` embedding (in `project`, where a
+        store keeps embeddings per project; the embedded store shares them)."""
         rows = self._rows(
             "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN (SELECT unnest(?::VARCHAR[]))",
             [model, list(hashes)],
@@ -443,6 +459,11 @@ class StoreOfRecord(ABC):
         """One stored embedding, or None."""
         rows = self._rows("SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
         return np.asarray(rows[0][0], dtype=np.float32) if rows else None
+
+    def claim_ids(self, session: Any, ids: Sequence[int]) -> int:
+        """Before an import writes versions with ids of their own: how many of `ids` are in use.
+        (A shared store also keeps other processes from taking them meanwhile.)"""
+        return self.count(Filter(ids=tuple(ids)))
 
     def current_of_lineages(self, lineages: Sequence[int]) -> list[int]:
         """Ids of the current (latest, active) versions of these lineages."""
@@ -656,7 +677,9 @@ class Store(StoreOfRecord):
 
     @staticmethod
     def apply_updates(
-        conn: duckdb.DuckDBPyConnection, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+        conn: duckdb.DuckDBPyConnection,
+        updates: dict[int, dict[str, Any]],
+        read: Mapping[int, tuple[str, str, bool]] = NO_READS,
     ) -> None:
         """Set fields on many versions: one statement per distinct set of fields (each version's
         fields are its own values)."""
@@ -707,7 +730,13 @@ class Store(StoreOfRecord):
 
     @staticmethod
     def erase(
-        conn: duckdb.DuckDBPyConnection, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]
+        conn: duckdb.DuckDBPyConnection,
+        ids: Sequence[int],
+        hashes: Sequence[str],
+        fields: dict[str, Any],
+        *,
+        lineages: Sequence[tuple[str, int]] = (),
+        known: AbstractSet[int] = frozenset(),
     ) -> None:
         """Blank erased versions, and drop their vectors unless a surviving version has the very
         same text (a vector is content too)."""
@@ -795,8 +824,9 @@ class Store(StoreOfRecord):
         with self.transaction() as tx:
             tx.execute("INSERT OR IGNORE INTO provider_cache VALUES (?, ?, ?, ?)", [prompt_hash, model, reply, at])
 
-    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        """Stored embeddings by content hash (hashes with none for `model` are left out)."""
+    def vectors(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> dict[str, np.ndarray]:
+        """Stored embeddings by content hash (hashes with none for `model` are left out); `project`
+        as in `embedded`."""
         if not hashes:
             return {}
         cur = self.new_cursor()  # a relation of its own: the thread's cursor may hold an unfinished result
