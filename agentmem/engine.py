@@ -19,7 +19,10 @@ node on the database serves every request the same way.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -27,27 +30,29 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import msgspec
 import numpy as np
+from tqdm import tqdm
 
 from agentmem.audit import AuditEntry
 from agentmem.backend import Indexes, Live
 from agentmem.config import Config
 from agentmem.documents import StoreSource, doc_of
-from agentmem.errors import IndexUnavailableError, NotFoundError, ValidationError
+from agentmem.errors import IndexUnavailableError, NotFoundError, StoreError, ValidationError
 from agentmem.filters import Filter
 from agentmem.live import LiveSet
 from agentmem.provider import Provider
-from agentmem.records import MemoryVersion
+from agentmem.records import MemoryVersion, Reembedding
 from agentmem.store import RetryConflict, Store, StoreOfRecord, compact
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.unit import Write
 from agentmem.validate import MAX_ID
-from agentmem.writer import Writer
+from agentmem.writer import ModelGate, Writer
 from indexes.docs import Doc, IndexFailure
-from indexes.embed import EmbedBatcher, Embedder
+from indexes.embed import EmbedBatcher, Embedder, embed_query
+from indexes.onnx_embed import embedder_named
 from indexes.sync import Consistency, IndexSet
 
 log = logging.getLogger("agentmem")
@@ -56,6 +61,23 @@ DB_FILE = "agentmem.duckdb"
 
 T = TypeVar("T")
 CURRENT = Filter(current_only=True)
+QUERY_RUNNERS = os.cpu_count() or 1  # query embeddings run at once (each a batch of those waiting)
+
+
+P = ParamSpec("P")
+
+
+def gated(write: Callable[Concatenate[Engine, P], T]) -> Callable[Concatenate[Engine, P], T]:
+    """A write that embeds outside the writer and commits later, run inside the engine's
+    `ModelGate`: a change of model waits for it, so its vectors are stored as the model that
+    made them."""
+
+    @functools.wraps(write)
+    def inside(engine: Engine, *args: P.args, **kwargs: P.kwargs) -> T:
+        with engine.gate.prepare():
+            return write(engine, *args, **kwargs)
+
+    return inside
 
 
 class Engine:
@@ -70,14 +92,18 @@ class Engine:
         config: Config,
         clock: Callable[[], datetime],
         database_url: str | None = None,
+        embedders: Callable[[str], Embedder | None] = embedder_named,
     ) -> None:
         self.path = path
-        self.embedder = embedder
+        self.target = embedder  # the configured model; served once every version has its vector
+        self.embedder = embedder  # the model that serves now (the stored one, while re-embedding)
         self.config = config
         self.clock = clock
         self.model = embedder.name
         self.database_url = database_url
-        self._batcher = EmbedBatcher(embedder)
+        self.gate = ModelGate()
+        self.reembedding: Reembedding | None = None
+        self._reembed_thread: threading.Thread | None = None
         self._access: Counter[int] = Counter()
         self._access_lock = threading.Lock()
         self._stale = False
@@ -94,7 +120,9 @@ class Engine:
         if database_url:
             from agentmem import postgres  # psycopg only for those who ask for PostgreSQL
 
-            pg = postgres.PgStore(database_url, model=self.model, dim=embedder.dim)
+            pg = postgres.PgStore(
+                database_url, model=self.model, dim=embedder.dim, lock_timeout=config.lock_timeout_seconds
+            )
             self.store, self.live = pg, postgres.LiveView(pg)
         else:
             duck = Store(path / DB_FILE)
@@ -102,7 +130,18 @@ class Engine:
         try:
             if not database_url:
                 self.live = LiveSet(duck.versions(CURRENT))
-            self.writer = Writer(self._new_unit, self._commit, abort=self._abort, retryable=(RetryConflict,))
+            self.writer = Writer(
+                self._new_unit,
+                self._commit,
+                abort=self._abort,
+                retryable=(RetryConflict,),
+                deadline=config.retry_deadline_seconds,
+            )
+            if not database_url:
+                self.embedder = self._serving(embedders)
+                self.model = self.embedder.name
+            self._batcher = EmbedBatcher(self.embedder)
+            self._queries = EmbedBatcher(self.embedder, max_texts=32, runners=QUERY_RUNNERS)
             self._backfill_embeddings()
             # which contents have a stored vector: a new text skips the store lookup and the
             # insert's existence check (kept in step by _commit, under the writer)
@@ -127,6 +166,11 @@ class Engine:
             raise
         self._thread = threading.Thread(target=self._background, name="agentmem-background", daemon=True)
         self._thread.start()
+        todo = 0 if database_url else self.store.unembedded_count(self.target.name)
+        if todo:
+            self.reembedding = Reembedding(model=self.target.name, done=0, total=todo)
+            self._reembed_thread = threading.Thread(target=self._reembed, name="agentmem-reembed", daemon=True)
+            self._reembed_thread.start()
 
     # -- writing -----------------------------------------------------------------------
 
@@ -139,6 +183,11 @@ class Engine:
         """A unit of its own, committed on exit: the store it reads holds every acknowledged write."""
         with self.writer.exclusive() as w:
             yield w
+
+    def run_alone(self, job: Callable[[Write], T]) -> T:
+        """`job` in a unit of its own (as `write`), run again when a shared store reports that
+        another node changed what it read (`Writer.run_alone`)."""
+        return self.writer.run_alone(job)
 
     @staticmethod
     def compact(path: Path) -> tuple[int, int]:  # DuckDB only: PostgreSQL has VACUUM FULL
@@ -183,9 +232,9 @@ class Engine:
                 if s.shared and w.vectors:  # stored per project with the versions: it needs them all
                     s.put_embeddings(tx, list(w.vectors), self.model, np.stack(list(w.vectors.values())))
                 s.insert_versions(tx, list(c.inserts.values()))
-                s.apply_updates(tx, c.updates, c.was_current)
+                s.apply_updates(tx, c.updates, c.read)
                 for e in c.erasures:
-                    s.erase(tx, e.ids, e.hashes, e.fields)
+                    s.erase(tx, e.ids, e.hashes, e.fields, lineages=e.lineages, known=e.known)
                 s.add_links(tx, c.links)
                 first = s.enqueue(tx, c.outbox, w.now)
                 w.audit_ids = s.write_audit(tx, c.audits)
@@ -247,6 +296,23 @@ class Engine:
         except IndexFailure as exc:
             raise IndexUnavailableError(str(exc)) from exc
 
+    @property
+    def query_embedder(self) -> Embedder:
+        return self._queries.embedder
+
+    @query_embedder.setter
+    def query_embedder(self, embedder: Embedder) -> None:
+        """Embed queries with another instance of the serving model (its own cache, threads)."""
+        if (embedder.name, embedder.dim) != (self.model, self.embedder.dim):
+            raise ValidationError(f"queries must be embedded with {self.model}, not {embedder.name}")
+        self._queries = EmbedBatcher(embedder, max_texts=32, runners=QUERY_RUNNERS)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A recall's query vector: from the embedder's cache, or embedded together with the other
+        queries waiting (up to 32 in one forward pass, one pass a core at once)."""
+        queries = self._queries  # read once: a change of model swaps it (and its embedder) whole
+        return embed_query(queries.embedder, text, queries)
+
     def vector_for(self, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
         """The vector of this content, and whether the store has it already (else it is embedded
         now, outside the writer)."""
@@ -264,17 +330,94 @@ class Engine:
             found.update(zip(chunk, self.embed([contents[h] for h in chunk]), strict=True))
         return found
 
+    # -- a change of model -------------------------------------------------------------
+
+    def _serving(self, embedders: Callable[[str], Embedder | None]) -> Embedder:
+        """The model to serve with now: the configured one if every current version has its vector;
+        else the stored model that has them all, if this package can load it (recall answers from
+        the old vectors while `_reembed` makes the new ones); else the configured one, after
+        `_backfill_embeddings` embeds the current versions before the engine opens."""
+        if not self.store.unembedded_count(self.target.name, current_only=True):
+            return self.target
+        stored = sorted(self.store.embedding_models().items(), key=lambda kv: (-kv[1], kv[0]))
+        for model, _ in stored:
+            if model == self.target.name or self.store.unembedded_count(model, current_only=True):
+                continue
+            old = embedders(model)
+            if old is not None and old.dim == self.target.dim:
+                log.warning("serving with %s while every version is re-embedded for %s", model, self.target.name)
+                return old
+        return self.target
+
     def _backfill_embeddings(self) -> None:
-        """Embed current memories that have no vector for this model (first open with a new model)."""
-        rows = self.store.unembedded(self.model)
-        if not rows:
+        """Embed the current memories that have no vector for the serving model, before opening
+        (a new model that no stored one can stand in for); past versions follow in `_reembed`."""
+        todo = self.store.unembedded_count(self.model, current_only=True)
+        if not todo:
             return
-        log.warning("embedding %d memories for model %s", len(rows), self.model)
-        for start in range(0, len(rows), 256):
-            chunk = rows[start : start + 256]
-            vectors = self.embedder.embed([c for _, c in chunk])
-            with self.store.transaction() as tx:
-                self.store.put_embeddings(tx, [h for h, _ in chunk], self.model, vectors)
+        if self.store.shared:
+            raise StoreError(
+                f"{todo} current memories have no {self.model} vector in the database: a change of model "
+                "is not supported on PostgreSQL yet; start with the model the database was written with"
+            )
+        log.warning("embedding %d memories for model %s", todo, self.model)
+        with tqdm(total=todo, desc=f"embed {self.model}", unit="memory", disable=not sys.stderr.isatty(),
+                  leave=False) as bar:  # fmt: skip
+            while rows := self.store.unembedded(self.model, current_only=True, limit=256):
+                self._put_vectors(rows, self.embedder)
+                bar.update(len(rows))
+
+    def _put_vectors(self, rows: list[tuple[str, str]], embedder: Embedder) -> None:
+        vectors = embedder.embed([c for _, c in rows])
+        with self.writer.lock, self.store.transaction() as tx:
+            self.store.put_embeddings(tx, [h for h, _ in rows], embedder.name, vectors)
+
+    def _reembed(self) -> None:
+        """Give every version (past ones too: `as_of` and history searches use them) a vector of
+        the configured model, 256 at a time, each batch committed (a kill loses at most one and
+        the next open goes on from there); then, if another model serves, switch to it."""
+        target, progress = self.target, self.reembedding
+        assert progress is not None
+        log.warning("re-embedding %d versions for model %s", progress.total, target.name)
+        try:
+            with tqdm(total=progress.total, desc=f"re-embed {target.name}", unit="version",
+                      disable=not sys.stderr.isatty(), leave=False) as bar:  # fmt: skip
+                while not self._closing.is_set() and (rows := self.store.unembedded(target.name, limit=256)):
+                    self._put_vectors(rows, target)
+                    bar.update(len(rows))
+                    progress.done += len(rows)
+                    if len(rows) < 256:  # caught up with the writes: `_switch` embeds the last ones
+                        break
+            if self._closing.is_set():
+                return
+            if self.embedder is not target:
+                self._switch(target)
+            log.warning("every version has a %s vector; serving with it", target.name)
+            self.reembedding = None
+        except Exception as exc:  # the old model goes on serving; the next open starts again
+            if not self._closing.is_set():
+                progress.error = str(exc)
+                log.exception("re-embedding for %s failed", target.name)
+
+    def _switch(self, target: Embedder) -> None:
+        """Swap in a vector index of `target` built beside the live one, and serve with `target`:
+        no write is between its embedding and its commit meanwhile (`ModelGate`)."""
+        assert isinstance(self.store, Store) and isinstance(self.indexes, IndexSet)
+        source = StoreSource(self.store, target.name)
+
+        def catch_up() -> None:  # the versions written since the last pass
+            while rows := self.store.unembedded(target.name, limit=256):
+                self._put_vectors(rows, target)
+                if len(rows) < 256:
+                    return
+
+        with self.indexes.model_switch(target.name, source, catch_up) as install, self.gate.closed(), self.writer.lock:
+            catch_up()
+            install()
+            self.embedder, self.model, self.source = target, target.name, source
+            self._batcher = EmbedBatcher(target)
+            self._queries = EmbedBatcher(target, max_texts=32, runners=QUERY_RUNNERS)
+            self._embedded = {_hash_key(h) for h in self.store.embedded_hashes(target.name)}
 
     # -- reading -----------------------------------------------------------------------
 
@@ -406,6 +549,8 @@ class Engine:
         self._closing.set()
         self._wake.set()
         self._thread.join(timeout=30)
+        if self._reembed_thread is not None:
+            self._reembed_thread.join(timeout=30)
         with self.writer.lock:
             try:
                 self.flush_access()

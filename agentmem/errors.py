@@ -18,7 +18,8 @@ AgentMemError                  500  1   a failure nothing below describes
 ├── AccessDeniedError          403  1   no or unknown token (a client reads 401 so too), or no access
 ├── ServiceUnavailableError    503  1   the service could not be reached, timed out, or failed
 │   └── StartingError          503  1   the service is up but still loading its engine
-└── ProviderError              502  1   the optional text provider gave no usable reply
+├── ProviderError              502  1   the optional text provider gave no usable reply
+└── ProviderCacheMissError     503  1   cache-only mode: the reply is not cached and the model may not be asked
 """
 
 from __future__ import annotations
@@ -129,6 +130,15 @@ class ProviderError(AgentMemError):
     code = "provider_failed"
     status = 502  # a bad reply from upstream
     label = "provider failed"
+
+
+class ProviderCacheMissError(AgentMemError):
+    """Cache-only mode (a replay): the provider's reply to this request is not cached, and asking the
+    model is not allowed. Not a ProviderError: nothing falls back from it, so a replay is exact or fails."""
+
+    code = "provider_cache_miss"
+    status = 503
+    label = "provider reply not cached"
 
 
 def _tree(root: type[AgentMemError]) -> list[type[AgentMemError]]:

@@ -17,11 +17,12 @@ import msgspec
 
 from agentmem import validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine
+from agentmem.engine import Engine, gated
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
+from agentmem.store import RetryConflict
 from agentmem.unit import Write
 
 MAX_LISTED = 1000  # ids or items a report lists in full; counts are always exact
@@ -134,6 +135,7 @@ def _archive(w: Write, chosen: list[Pick], threshold: float, actor: str) -> None
     )
 
 
+@gated
 def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
     """Bring an archived or expired memory back into recall (and both indexes).
 
@@ -148,7 +150,7 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
     m = engine.get(memory_id)
     vector, stored = engine.vector_for(m.content, m.content_hash)
 
-    with engine.write() as w:
+    def job(w: Write) -> MemoryVersion:  # run again if another node changed the memory meanwhile
         v = engine.get(memory_id)
         if v.status not in ("archived", "expired"):
             raise ConflictError(f"memory {v.id} is {v.status}, not archived or expired: nothing to restore")
@@ -163,7 +165,9 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
             last_reinforced_at=w.now,
         )  # fmt: skip
         w.audit([AuditEntry.of(v, "restore", actor, w.now, f"was {v.status}")])
-    return restored
+        return restored
+
+    return engine.run_alone(job)
 
 
 def pin(engine: Engine, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
@@ -216,8 +220,9 @@ def delete(
         raise ValidationError("created_from must be before created_to")
     if project is not None and scope is not None and project not in scope:
         raise NotFoundError(f"no project {project!r} among those this caller may change")
-    with engine.write() as w:  # the store holds every acknowledged write, and nothing half-done
-        victims = _victims(engine, targets, ids, lineages, project, kinds, start, end, scope)
+
+    def job(w: Write) -> tuple[DeleteReport, Write | None]:  # the store holds every acknowledged write
+        victims, whole = _victims(engine, targets, ids, lineages, project, kinds, start, end, scope)
         victim_ids = [v.id for v in victims]
         report = DeleteReport(
             dry_run=dry_run,
@@ -227,7 +232,7 @@ def delete(
             ids_truncated=len(victims) > MAX_LISTED,
         )
         if dry_run or not victims:
-            return report
+            return report, None
         details: dict[str, Any] = {"ids": victim_ids[:10_000], "lineages": report.lineages}
         if filtered:
             details["filter"] = {
@@ -255,8 +260,19 @@ def delete(
         )
         # a surviving current version indexes words of the versions it replaced: index it again
         gone = set(victim_ids)
+        # every version of those lineages, read before the survivors (a shared store checks at the
+        # commit that no other was added since); one added since the victims were read is a race
+        known = engine.store.versions(Filter(lineages=tuple(sorted(lineage_ids))))
+        late = [v.id for v in known if v.lineage_id in whole and v.status != "deleted" and v.id not in gone]
+        if late:
+            raise RetryConflict(f"memories {late[:5]} were added to the deleted lineages meanwhile")
         survivors = [i for i in engine.store.current_of_lineages(sorted(lineage_ids)) if i not in gone]
-        w.erase(victims, reason, survivors)
+        w.erase(victims, reason, survivors, [v.id for v in known])
+        return report, w
+
+    report, w = engine.run_alone(job)  # run again if another node changed a lineage meanwhile
+    if w is None:
+        return report
     if engine.config.purge_index_files:
         engine.purge()  # beside the writer, not under it: other writes go on
     return msgspec.structs.replace(report, audit_id=w.audit_ids[0])
@@ -272,8 +288,9 @@ def _victims(
     start: datetime | None,
     end: datetime | None,
     scope: Sequence[str] | None,
-) -> list[MemoryVersion]:
-    """The versions a delete names, oldest id first (already deleted ones left out)."""
+) -> tuple[list[MemoryVersion], set[int]]:
+    """The versions a delete names, oldest id first (already deleted ones left out), and the
+    lineages it deletes whole."""
     store = engine.store
     if targets:
         found = store.get_many(targets)
@@ -287,11 +304,12 @@ def _victims(
         victims = [v for v in chosen.values() if v.status != "deleted"]
     else:
         if scope is not None and not scope:
-            return []
+            return [], set()
         projects = one_of(scope)
         if project is not None:  # within the caller's scope, if it has one
             projects = (project,) if projects is None or project in projects else ()
         victims = store.versions(
             Filter(projects=projects, kinds=one_of(kinds), created_from=start, created_to=end, exclude_deleted=True)
         )
-    return sorted(victims, key=lambda v: v.id)
+        whole = []
+    return sorted(victims, key=lambda v: v.id), set(whole)

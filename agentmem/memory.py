@@ -35,7 +35,8 @@ from agentmem.retention import Retention, retention
 from agentmem.slots import newer_first
 from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
-from indexes.embed import Embedder, embed_query
+from indexes.embed import Embedder
+from indexes.onnx_embed import embedder_named
 from indexes.sync import Consistency
 
 log = logging.getLogger("agentmem")
@@ -63,14 +64,26 @@ class Memory:
         config: Config | None = None,
         clock: Callable[[], datetime] = _now,
         database_url: str | None = None,
+        embedders: Callable[[str], Embedder | None] = embedder_named,
     ) -> None:
         self.path = Path(path).expanduser()
         self.path.mkdir(parents=True, exist_ok=True)
-        self.embedder = embedder
         self.config = config or Config()
         self.clock = clock
         self._vector_error: str | None = None
-        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock, database_url=database_url)
+        self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock, database_url=database_url,
+                             embedders=embedders)  # fmt: skip
+
+    @property
+    def embedder(self) -> Embedder:
+        """The model that serves now: the configured one, or while every version is re-embedded
+        for it (`Engine.reembedding`), the one the store was written with."""
+        return self.engine.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        """Embed recall's queries with another instance of the serving model (its own cache)."""
+        self.engine.query_embedder = embedder
 
     @property
     def store(self) -> StoreOfRecord:
@@ -328,7 +341,7 @@ class Memory:
     def _query_vector(self, query: str) -> np.ndarray | None:
         """The query's embedding, or None while the model is down (recall then answers by words)."""
         try:
-            return embed_query(self.embedder, query)
+            return self.engine.embed_query(query)
         except IndexFailure as exc:
             self._vector_down(exc)
             return None

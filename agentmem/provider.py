@@ -5,6 +5,12 @@ and the request asks for temperature 0 and one JSON object `{"text": "..."}`. We
 replies are cached in DuckDB by the hash of the request, so a replay is identical and works
 offline. A reply that times out, is not JSON, or has the wrong fields raises ProviderError and
 the caller skips that piece of work; nothing is written from it.
+
+In cache-only mode (`cache_only = true`, or `AGENTMEM_PROVIDER_CACHE_ONLY=1` in the environment)
+the endpoint is never asked: a request whose reply is not cached raises ProviderCacheMissError,
+which no caller falls back from, so a replay (a benchmark's) is the recorded run bit for bit or an
+error. `adjudicate = true` lets the endpoint rule on pairs the supersession rules leave undecided
+(`agentmem.adjudicate`).
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from typing import TypeVar
 import httpx
 import msgspec
 
-from agentmem.errors import ProviderError
+from agentmem.errors import ProviderCacheMissError, ProviderError
 from agentmem.store import StoreOfRecord
 from agentmem.text import sha256
 
 MAX_TEXT = 2000
 MAX_CLAIMS = 20
 T = TypeVar("T")
+CACHE_ONLY_ENV = "AGENTMEM_PROVIDER_CACHE_ONLY"
 SYSTEM = (
     "You write one memory for an AI agent's long-term memory store from numbered pieces of evidence. "
     "State what the evidence says in one or two plain sentences, without inventing anything. "
@@ -41,12 +48,17 @@ CLAIMS_SYSTEM = (
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Where the chat endpoint is: `base_url` up to `/v1`; the API key is read from `api_key_env`."""
+    """Where the chat endpoint is: `base_url` up to `/v1`; the API key is read from `api_key_env`.
+    `adjudicate`: it also rules on the pairs the supersession rules leave undecided (a write with
+    such a pair waits up to `timeout_seconds` for it, outside the write lock). `cache_only`: never
+    ask the endpoint, a reply not cached is an error (a replay); so does `AGENTMEM_PROVIDER_CACHE_ONLY=1`."""
 
     base_url: str
     model: str
     api_key_env: str | None = None
     timeout_seconds: float = 30.0
+    adjudicate: bool = False
+    cache_only: bool = False
 
 
 class _Reply(msgspec.Struct, forbid_unknown_fields=True):
@@ -76,6 +88,7 @@ class Provider:
         self._http = httpx.Client(
             base_url=config.base_url.rstrip("/"), headers=headers, timeout=config.timeout_seconds, transport=transport
         )
+        self.cache_only = config.cache_only or os.environ.get(CACHE_ONLY_ENV, "").lower() in ("1", "true", "yes")
         self.calls = 0
         self.cache_hits = 0
 
@@ -97,20 +110,28 @@ class Provider:
 
     def write(self, task: str, evidence: Sequence[str]) -> str:
         """The memory text for `task` over `evidence`, from the cache or the endpoint."""
-        return self._ask(self.request(task, evidence), parse)
+        return self.ask(self.request(task, evidence), parse)
 
     def claims(self, text: str) -> list[str]:
         """Claims worth remembering that the endpoint finds in one message (the admission policy
         still judges each of them)."""
         body = self.request("List the durable claims in this message.", [text], CLAIMS_SYSTEM)
-        return self._ask(body, parse_claims)
+        return self.ask(body, parse_claims)
 
-    def _ask(self, body: dict[str, object], parse_reply: Callable[[str], T]) -> T:
-        key = sha256(json.dumps(body, sort_keys=True, ensure_ascii=False))
+    def ask(self, body: dict[str, object], parse_reply: Callable[[str], T]) -> T:
+        """The parsed reply to `body` (a request from `request`), from the cache (keyed by the hash
+        of the request) or the endpoint; ProviderError if it gives no well-formed reply,
+        ProviderCacheMissError in cache-only mode when it is not cached."""
+        key = request_hash(body)
         cached = self.store.cached_reply(key)
         if cached is not None:
             self.cache_hits += 1
             return parse_reply(cached)
+        if self.cache_only:
+            raise ProviderCacheMissError(
+                f"cache-only mode: no cached reply for request {key[:16]} (model {self.config.model!r}); "
+                f"record it with the model first, or turn cache_only / {CACHE_ONLY_ENV} off"
+            )
         self.calls += 1
         try:
             r = self._http.post("/chat/completions", json=body)
@@ -124,6 +145,11 @@ class Provider:
         with self._lock:
             self.store.cache_reply(key, self.config.model, content, datetime.now(UTC))
         return parsed
+
+
+def request_hash(body: dict[str, object]) -> str:
+    """The cache key of a request: the hash of its canonical JSON."""
+    return sha256(json.dumps(body, sort_keys=True, ensure_ascii=False))
 
 
 def parse(content: str) -> str:

@@ -163,6 +163,17 @@ class Stats(msgspec.Struct, frozen=True, kw_only=True):
     embedding_model: str
 
 
+class Reembedding(msgspec.Struct, kw_only=True):
+    """A change of embedding model under way: distinct texts given a vector of `model` so far
+    (`done`) of those that had none when it began (`total`); `error` if it stopped (the old
+    model goes on serving; the next open starts again where it stopped)."""
+
+    model: str
+    done: int
+    total: int
+    error: str | None = None
+
+
 class TimeRange(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """An explicit window over `valid_from` for recall: [start, end), either side may be left open."""
 

@@ -10,7 +10,7 @@ import os
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -29,6 +29,8 @@ from agentmem.migrations import migrate
 from agentmem.records import MAX_ID, Link, MemoryVersion, Triple
 from agentmem.text import identity, sha256, slot_of
 from indexes.docs import OutboxEntry, OutboxOp
+
+NO_READS: Mapping[int, tuple[str, str, bool]] = {}
 
 
 class RetryConflict(StoreBusyError):
@@ -196,13 +198,25 @@ class StoreOfRecord(ABC):
 
     @abstractmethod
     def apply_updates(
-        self, conn: Any, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+        self, conn: Any, updates: dict[int, dict[str, Any]], read: Mapping[int, tuple[str, str, bool]] = NO_READS
     ) -> None:
-        """Set fields on stored versions; those in `was_current` must still be current (where
-        other processes write the same store: else `RetryConflict`)."""
+        """Set fields on stored versions; each must still be as the unit `read` it (project, status,
+        is_latest) where other processes write the same store: else `RetryConflict`."""
 
     @abstractmethod
-    def erase(self, conn: Any, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]) -> None: ...
+    def erase(
+        self,
+        conn: Any,
+        ids: Sequence[int],
+        hashes: Sequence[str],
+        fields: dict[str, Any],
+        *,
+        lineages: Sequence[tuple[str, int]] = (),
+        known: AbstractSet[int] = frozenset(),
+    ) -> None:
+        """Blank the versions `ids`. `lineages` (project, lineage id) are theirs, and `known` every
+        version of them the delete read: a shared store refuses the commit (`RetryConflict`) if
+        another process added a version to one meanwhile."""
 
     @abstractmethod
     def add_links(self, conn: Any, links: Sequence[Link]) -> None: ...
@@ -242,8 +256,9 @@ class StoreOfRecord(ABC):
         with one of `prefixes`, those matching the most prefixes first (newest first among equals)."""
 
     @abstractmethod
-    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        """Stored embeddings by content hash (hashes with none for `model` are left out)."""
+    def vectors(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> dict[str, np.ndarray]:
+        """Stored embeddings by content hash (hashes with none for `model` are left out); `project`
+        as in `embedded`."""
 
     @abstractmethod
     def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
@@ -380,22 +395,41 @@ class StoreOfRecord(ABC):
         )
         return [r[0] for r in rows]
 
-    def unembedded(self, model: str) -> list[tuple[str, str]]:
-        """(content hash, content) of current versions with no vector for `model` (a new model)."""
+    def unembedded(self, model: str, *, current_only: bool = False, limit: int | None = None) -> list[tuple[str, str]]:
+        """(content hash, content) of versions with no vector for `model` (a new model): every
+        version but erased ones (past versions answer `as_of` and history searches), current
+        ones first; only current ones with `current_only`."""
+        where = INDEXABLE if current_only else "m.status <> 'deleted'"
         rows = self._rows(
-            f"SELECT DISTINCT m.content_hash, m.content FROM memories m WHERE {INDEXABLE} AND NOT EXISTS "
+            f"SELECT m.content_hash, min(m.content), bool_or({INDEXABLE}) AS cur FROM memories m WHERE {where} "
+            "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?) "
+            "GROUP BY m.content_hash ORDER BY cur DESC, m.content_hash LIMIT ?",
+            [model, 2**62 if limit is None else limit],
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def unembedded_count(self, model: str, *, current_only: bool = False) -> int:
+        """How many distinct contents `unembedded` would return."""
+        where = INDEXABLE if current_only else "m.status <> 'deleted'"
+        rows = self._rows(
+            f"SELECT count(DISTINCT m.content_hash) FROM memories m WHERE {where} AND NOT EXISTS "
             "(SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
             [model],
         )
-        return [(r[0], r[1]) for r in rows]
+        return int(rows[0][0])
+
+    def embedding_models(self) -> dict[str, int]:
+        """How many vectors the store holds for each model."""
+        return {r[0]: int(r[1]) for r in self._rows("SELECT model, count(*) FROM embeddings GROUP BY model")}
 
     def embedded_hashes(self, model: str) -> list[str]:
         """Every content hash with a stored `model` embedding."""
         rows = self._rows("SELECT content_hash FROM embeddings WHERE model = ?", [model])
         return [r[0] for r in rows]
 
-    def embedded(self, hashes: Sequence[str], model: str) -> set[str]:
-        """Which of these content hashes have a stored `model` embedding."""
+    def embedded(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> set[str]:
+        """Which of these content hashes have a stored `model` embedding (in `project`, where a
+        store keeps embeddings per project; the embedded store shares them)."""
         rows = self._rows(
             "SELECT content_hash FROM embeddings WHERE model = ? AND content_hash IN (SELECT unnest(?::VARCHAR[]))",
             [model, list(hashes)],
@@ -413,6 +447,11 @@ class StoreOfRecord(ABC):
         rows = self._rows("SELECT reply FROM provider_cache WHERE prompt_hash = ?", [prompt_hash])
         return str(rows[0][0]) if rows else None
 
+    def cached_replies(self) -> list[tuple[str, str, str]]:
+        """Every cached provider reply: (request hash, model, reply), by hash (a replay set's export)."""
+        rows = self._rows("SELECT prompt_hash, model, reply FROM provider_cache ORDER BY prompt_hash", [])
+        return [(str(h), str(m), str(r)) for h, m, r in rows]
+
     def has_embedding(self, content_hash: str, model: str) -> bool:
         return bool(self._rows("SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model]))
 
@@ -420,6 +459,11 @@ class StoreOfRecord(ABC):
         """One stored embedding, or None."""
         rows = self._rows("SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
         return np.asarray(rows[0][0], dtype=np.float32) if rows else None
+
+    def claim_ids(self, session: Any, ids: Sequence[int]) -> int:
+        """Before an import writes versions with ids of their own: how many of `ids` are in use.
+        (A shared store also keeps other processes from taking them meanwhile.)"""
+        return self.count(Filter(ids=tuple(ids)))
 
     def current_of_lineages(self, lineages: Sequence[int]) -> list[int]:
         """Ids of the current (latest, active) versions of these lineages."""
@@ -633,7 +677,9 @@ class Store(StoreOfRecord):
 
     @staticmethod
     def apply_updates(
-        conn: duckdb.DuckDBPyConnection, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+        conn: duckdb.DuckDBPyConnection,
+        updates: dict[int, dict[str, Any]],
+        read: Mapping[int, tuple[str, str, bool]] = NO_READS,
     ) -> None:
         """Set fields on many versions: one statement per distinct set of fields (each version's
         fields are its own values)."""
@@ -684,7 +730,13 @@ class Store(StoreOfRecord):
 
     @staticmethod
     def erase(
-        conn: duckdb.DuckDBPyConnection, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]
+        conn: duckdb.DuckDBPyConnection,
+        ids: Sequence[int],
+        hashes: Sequence[str],
+        fields: dict[str, Any],
+        *,
+        lineages: Sequence[tuple[str, int]] = (),
+        known: AbstractSet[int] = frozenset(),
     ) -> None:
         """Blank erased versions, and drop their vectors unless a surviving version has the very
         same text (a vector is content too)."""
@@ -772,8 +824,9 @@ class Store(StoreOfRecord):
         with self.transaction() as tx:
             tx.execute("INSERT OR IGNORE INTO provider_cache VALUES (?, ?, ?, ?)", [prompt_hash, model, reply, at])
 
-    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        """Stored embeddings by content hash (hashes with none for `model` are left out)."""
+    def vectors(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> dict[str, np.ndarray]:
+        """Stored embeddings by content hash (hashes with none for `model` are left out); `project`
+        as in `embedded`."""
         if not hashes:
             return {}
         cur = self.new_cursor()  # a relation of its own: the thread's cursor may hold an unfinished result

@@ -1,4 +1,4 @@
-"""Export and import as JSON Lines: every version, its embedding and every link; nothing lost."""
+"""Export and import as JSON Lines: every version, its embedding, every link and the audit log; nothing lost."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import numpy as np
 from tqdm import tqdm
 
 from agentmem import validate
+from agentmem.audit import AuditEntry
 from agentmem.config import Config
-from agentmem.engine import Engine
+from agentmem.engine import Engine, gated
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.records import Link, MemoryVersion
@@ -42,7 +43,11 @@ class LinkLine(msgspec.Struct, frozen=True, tag="link", tag_field="type"):
     link: Link
 
 
-Line = Header | VersionLine | LinkLine
+class AuditLine(msgspec.Struct, frozen=True, tag="audit", tag_field="type"):
+    entry: AuditEntry
+
+
+Line = Header | VersionLine | LinkLine | AuditLine
 _encoder = msgspec.json.Encoder()
 
 
@@ -54,6 +59,14 @@ class _VersionIn(MemoryVersion, frozen=True, kw_only=True, forbid_unknown_fields
 
 class _LinkIn(Link, frozen=True, forbid_unknown_fields=True):
     pass
+
+
+class _AuditIn(AuditEntry, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class _AuditLine(AuditLine, frozen=True, forbid_unknown_fields=True):
+    entry: _AuditIn
 
 
 class _HeaderLine(Header, frozen=True, forbid_unknown_fields=True):
@@ -68,12 +81,13 @@ class _LinkLine(LinkLine, frozen=True, forbid_unknown_fields=True):
     link: _LinkIn
 
 
-_decoder = msgspec.json.Decoder(_HeaderLine | _VersionLine | _LinkLine)
+_decoder = msgspec.json.Decoder(_HeaderLine | _VersionLine | _LinkLine | _AuditLine)
 MAX_IMPORT_ID = MAX_ID // 2  # an import may not use up the id space: the upper half stays for new memories
 
 
 def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Iterator[bytes]:
-    """JSON Lines for the store (or `projects`): a header, then versions by id, then their links."""
+    """JSON Lines for the store (or `projects`): a header, then versions by id, then their links,
+    then the audit log, oldest entry first (with `projects`, their entries only)."""
     store, model = engine.store, engine.model
     yield (
         _encoder.encode(
@@ -86,6 +100,15 @@ def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Itera
         yield _encoder.encode(VersionLine(v, vector)) + b"\n"
     for link in store.links_from(scope):
         yield _encoder.encode(LinkLine(link)) + b"\n"
+    entries: list[AuditEntry] = []
+    cursor: int | None = None
+    while True:  # pages come newest first
+        page, cursor = store.audit_page(projects=projects, before_id=cursor, limit=1000)
+        entries.extend(page)
+        if cursor is None:
+            break
+    for entry in reversed(entries):
+        yield _encoder.encode(AuditLine(entry)) + b"\n"
 
 
 def _plain(v: MemoryVersion) -> MemoryVersion:
@@ -93,10 +116,10 @@ def _plain(v: MemoryVersion) -> MemoryVersion:
 
 
 def parse_lines(
-    lines: Iterable[bytes | str], config: Config
+    lines: Iterable[bytes | str], config: Config, audit: list[AuditEntry] | None = None
 ) -> tuple[Header | None, list[VersionLine], list[LinkLine]]:
     """The lines of an export, each version checked as `remember` checks a new memory
-    (`agentmem.validate.version`); ValidationError naming the line."""
+    (`agentmem.validate.version`); ValidationError naming the line. Audit entries go to `audit`."""
     header: Header | None = None
     versions: list[VersionLine] = []
     links: list[LinkLine] = []
@@ -119,6 +142,9 @@ def parse_lines(
             except ValidationError as exc:
                 raise ValidationError(f"line {n}: memory {line.memory.id}: {exc}") from None
             versions.append(VersionLine(checked, line.embedding))
+        elif isinstance(line, AuditLine):
+            if audit is not None:
+                audit.append(AuditEntry(**msgspec.structs.asdict(line.entry)))
         else:
             links.append(LinkLine(Link(*msgspec.structs.astuple(line.link))))  # its kind was checked by the decoder
     return header, versions, links
@@ -186,6 +212,7 @@ def _check_lineage(lineage_id: int, chain: list[MemoryVersion]) -> None:
             )
 
 
+@gated
 def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:
     """Load an export into the store in one transaction; ids must not be in use. Returns versions read.
 
@@ -193,12 +220,17 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
     are not admins) the file's vectors are ignored and the content is embedded here, so nobody can
     plant a vector that another project's identical text would later reuse.
     """
-    header, versions, links = parse_lines(lines, engine.config)
+    audit: list[AuditEntry] = []
+    header, versions, links = parse_lines(lines, engine.config, audit)
     _check_graph(versions, links, engine.clock())
+    entries = _check_audit(audit, versions, engine.config, trusted=trust_embeddings)
     ids = [v.memory.id for v in versions]
     store, embedder = engine.store, engine.embedder
     use_file = trust_embeddings and header is not None and header.model == embedder.name and header.dim == embedder.dim
-    inserted = [msgspec.structs.replace(v.memory, content_hash=sha256(v.memory.content)) for v in versions]
+    inserted = [  # a tombstone keeps no hash (as a governance delete leaves it)
+        msgspec.structs.replace(v.memory, content_hash=sha256(v.memory.content) if v.memory.status != "deleted" else "")
+        for v in versions
+    ]
     vectors: dict[str, np.ndarray] = {}
     if use_file:
         for v, line in zip(inserted, versions, strict=True):
@@ -206,11 +238,14 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
                 vectors.setdefault(v.content_hash, np.asarray(line.embedding, dtype=np.float32))
     if any(vec.shape != (embedder.dim,) for vec in vectors.values()):
         raise ValidationError(f"embeddings in the file are not all {embedder.dim}-dimensional")
-    stored = store.embedded(list({v.content_hash for v in inserted}), embedder.name)
+    stored: set[tuple[str, str]] = set()  # (project, hash): PostgreSQL keeps vectors per project
+    for project in sorted({v.project for v in inserted}):
+        hashes = list({v.content_hash for v in inserted if v.project == project})
+        stored.update((project, h) for h in store.embedded(hashes, embedder.name, project=project))
     missing = {
         v.content_hash: v.content
         for v in inserted
-        if v.status != "deleted" and v.content_hash not in vectors and v.content_hash not in stored
+        if v.status != "deleted" and v.content_hash not in vectors and (v.project, v.content_hash) not in stored
     }
     todo = list(missing.items())
     bar = tqdm(total=len(todo), desc="embed", unit="memory", disable=not sys.stderr.isatty(), leave=False)
@@ -223,11 +258,39 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
         bar.close()
     with engine.write() as w:
         if ids:
-            taken = store.count(Filter(ids=tuple(ids)))
+            taken = store.claim_ids(w.session, ids)  # in the import's transaction on a shared store
             if taken:
                 raise ConflictError(
                     f"{taken} of the file's memory ids are already in this store: import into an empty data directory"
                 )
         w.load(inserted, [ln.link for ln in links], vectors)
+        w.audit(entries)
         store.reserve_ids_through(max(ids, default=0))
     return len(versions)
+
+
+def _check_audit(
+    entries: list[AuditEntry], versions: list[VersionLine], config: Config, *, trusted: bool
+) -> list[AuditEntry]:
+    """The file's audit entries as they are written: each of a project of the file (one that
+    spans projects only in a trusted import: an admin's), its memory and lineage ids among the
+    file's. They get new ids of this store, in the file's order."""
+    projects = {v.memory.project for v in versions}
+    ids = {v.memory.id for v in versions}
+    out = []
+    for e in entries:
+        where = f"audit entry {e.id}"
+        if e.project is None and not trusted:
+            raise ValidationError(f"{where}: an entry of no single project is imported by an admin only")
+        if e.project is not None and e.project not in projects:
+            raise ValidationError(f"{where}: project {e.project!r} has no memory in the file")
+        for field, ref in (("memory_id", e.memory_id), ("lineage_id", e.lineage_id)):
+            if ref is not None and ref not in ids:
+                raise ValidationError(f"{where}: {field} {ref} is not a memory in the file")
+        validate.name(e.action, "action", config, required=True)
+        validate.name(e.actor, "actor", config, required=True)
+        validate.utc(e.created_at, "created_at")
+        if isinstance(e.affected, bool) or not 0 <= e.affected <= MAX_ID:
+            raise ValidationError(f"{where}: affected {e.affected!r} is out of range")
+        out.append(e)
+    return [msgspec.structs.replace(e, id=0) for e in sorted(out, key=lambda e: e.id)]

@@ -46,6 +46,8 @@ class Erasure:
     ids: list[int]
     hashes: list[str]
     fields: dict[str, Any]
+    lineages: list[tuple[str, int]] = field(default_factory=list)  # (project, lineage id) of the victims
+    known: set[int] = field(default_factory=set)  # every version of those lineages the delete read
 
 
 @dataclass
@@ -61,15 +63,15 @@ class Changes:
     audits: list[AuditEntry] = field(default_factory=list)
     added: dict[int, MemoryVersion] = field(default_factory=dict)  # id -> version as it will be
     gone: set[int] = field(default_factory=set)  # current versions this unit changes or removes
-    # stored versions this unit updates that were current when it read them: a shared store
-    # refuses the commit (and the writer retries) if another node changed one meanwhile
-    was_current: set[int] = field(default_factory=set)
+    # stored versions this unit updates, as it read them (project, status, is_latest): a shared
+    # store refuses the commit (and the writer retries) if another node changed one meanwhile
+    read: dict[int, tuple[str, str, bool]] = field(default_factory=dict)
 
     def copy(self) -> Changes:
         return Changes(
             dict(self.embeddings), dict(self.inserts), {k: dict(v) for k, v in self.updates.items()},
             list(self.erasures), list(self.links), list(self.outbox), list(self.audits), dict(self.added),
-            set(self.gone), set(self.was_current),
+            set(self.gone), dict(self.read),
         )  # fmt: skip
 
 
@@ -205,8 +207,8 @@ class Write:
         if v.id in c.inserts:
             c.inserts[v.id] = changed
         else:
-            if v.is_latest and v.status == "active" and v.id not in c.updates:
-                c.was_current.add(v.id)
+            if v.id not in c.updates:
+                c.read[v.id] = (v.project, v.status, v.is_latest)
             c.updates.setdefault(v.id, {}).update(fields)
         self._put(changed)
         if reindex:
@@ -220,15 +222,19 @@ class Write:
             self.update(m, status=status, archived_at=self.now, status_reason=reason)
             self.changes.outbox.append(("delete", m.id))
 
-    def erase(self, victims: Sequence[MemoryVersion], reason: str, survivors: Sequence[int]) -> None:
+    def erase(
+        self, victims: Sequence[MemoryVersion], reason: str, survivors: Sequence[int], known: Sequence[int] = ()
+    ) -> None:
         """The governance delete of `victims`: content, title, key, triple and vector are erased, a
         tombstone stays; `survivors` (current versions of the same lineages) are indexed again,
-        since their documents carry words of the versions they replaced."""
+        since their documents carry words of the versions they replaced. `known`: the other
+        versions of those lineages the delete read (a shared store checks none was added since)."""
         c = self.changes
         ids = [v.id for v in victims]
         c.erasures.append(
             Erasure(ids, sorted({v.content_hash for v in victims}), {**ERASED, "deleted_at": self.now,
-                                                                      "status_reason": reason})
+                                                                      "status_reason": reason},
+                    sorted({(v.project, v.lineage_id) for v in victims}), {*ids, *known})
         )  # fmt: skip
         for v in victims:
             c.gone.add(v.id)
@@ -293,6 +299,11 @@ class Write:
     def reset(self, mark: Changes) -> None:
         self.changes = mark
         self._added = LiveSet(mark.added.values())
+
+    @property
+    def broken(self) -> bool:
+        """Whether the store's transaction of this unit is gone (a database error in a job)."""
+        return self.session is not None and bool(getattr(self.session, "done", False))
 
     @property
     def empty(self) -> bool:

@@ -12,12 +12,20 @@ every acknowledged write and nothing half-done.
 
 A store shared by several processes (PostgreSQL) decides inside a database transaction that
 holds its locks: when the database gives up on one (a deadlock, a lock that timed out: an
-error in `retryable`), the unit is aborted and the whole batch runs again on a fresh one.
+error in `retryable`), the unit is aborted and the whole batch runs again on a fresh one, after
+a pause that doubles each time (with jitter, so nodes that collided do not collide again), until
+`deadline` seconds have passed since its first run: then every caller hears the last conflict.
+A job that breaks the unit's transaction (a database error: `Write.broken`) gets its own error,
+and the rest of the batch runs again without it on a fresh unit. A commit refused for bad input
+(an error with a 4xx status) is retried one job at a time, so only the job that brought the bad
+value fails.
 """
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
@@ -27,15 +35,17 @@ from agentmem.unit import Write
 T = TypeVar("T")
 
 MAX_BATCH = 256  # jobs one commit takes at most (the rest go to the next)
-MAX_TRIES = 20  # runs of one batch when the store keeps asking for a retry
+DEADLINE = 20.0  # seconds a batch may keep asking for a retry before its callers hear the conflict
+PAUSE = (0.005, 1.0)  # the first pause before a retry, and the longest (it doubles each time, jittered)
 
 
 class _Ticket(Generic[T]):
-    __slots__ = ("job", "done", "value", "error")
+    __slots__ = ("job", "done", "final", "value", "error")
 
     def __init__(self, job: Callable[[Write], T]) -> None:
         self.job = job
         self.done = False
+        self.final = False  # its error is its answer: a later run of the batch leaves it out
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -50,11 +60,14 @@ class Writer:
         *,
         abort: Callable[[Write], None] = lambda unit: None,
         retryable: tuple[type[BaseException], ...] = (),
+        deadline: float = DEADLINE,
     ) -> None:
         self._new_unit = new_unit
         self._commit = commit
         self._abort = abort  # a unit that will not be committed (its store transaction is rolled back)
         self._retryable = retryable
+        self.deadline = deadline
+        self.retries = 0  # runs of a batch again after the store asked for it
         self.lock = threading.RLock()  # held by the leader while it runs and commits a batch
         self._queue: list[_Ticket[Any]] = []
         self._queue_lock = threading.Lock()
@@ -95,19 +108,35 @@ class Writer:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
         if not batch:
             return
-        for attempt in range(1, MAX_TRIES + 1):
-            again = self._attempt(batch, last=attempt == MAX_TRIES)
-            if not again:
-                break
+        self._run_batch(batch)
         self.batches += 1
         self.jobs += len(batch)
         for t in batch:
             t.done = True
 
-    def _attempt(self, batch: list[_Ticket[Any]], *, last: bool) -> bool:
-        """Run and commit `batch` once; True if the store asked for the whole batch again."""
+    def _run_batch(self, batch: list[_Ticket[Any]]) -> None:
+        """Run `batch` until it commits, retrying with backoff until the deadline (see the module)."""
+        end = time.monotonic() + self.deadline
+        for pause in _pauses():
+            outcome = self._attempt(batch, last=time.monotonic() >= end)
+            if outcome == "done":
+                return
+            if outcome == "alone":  # bad input refused at commit: find whose, one job at a time
+                for t in batch:
+                    if not t.final:
+                        self._run_batch([t])
+                return
+            if outcome == "retry":
+                self.retries += 1
+                time.sleep(min(pause, max(0.0, end - time.monotonic())))
+            # "again": a job broke the transaction and was left out; run the rest at once
+
+    def _attempt(self, batch: list[_Ticket[Any]], *, last: bool) -> str:
+        """Run and commit `batch` once: "done", "retry" (the store asked for the batch again),
+        "again" (a job broke the unit and was left out) or "alone" (see `_run_batch`)."""
         unit = self._new_unit()
-        for t in batch:
+        pending = [t for t in batch if not t.final]
+        for t in pending:
             t.error = None
             mark = unit.mark()
             try:
@@ -116,27 +145,50 @@ class Writer:
                 self._abort(unit)
                 if last:
                     self._fail(batch, exc)
-                return not last
+                    return "done"
+                return "retry"
             except BaseException as exc:  # delivered to its caller; the rest of the batch goes on
-                unit.reset(mark)
                 t.error = exc
+                if unit.broken:  # its database transaction is gone: the others run again without it
+                    t.final = True
+                    self._abort(unit)
+                    return "again"
+                unit.reset(mark)
         try:
             self._commit(unit)
         except self._retryable as exc:
             self._abort(unit)
             if last:
                 self._fail(batch, exc)
-            return not last
-        except BaseException as exc:  # nothing of the batch was written: every caller hears why
+                return "done"
+            return "retry"
+        except BaseException as exc:  # nothing of the batch was written
             self._abort(unit)
-            self._fail(batch, exc)
-        return False
+            if len([t for t in pending if t.error is None]) > 1 and 400 <= getattr(exc, "status", 500) < 500:
+                return "alone"
+            self._fail(batch, exc)  # every caller hears why
+        return "done"
 
     @staticmethod
     def _fail(batch: list[_Ticket[Any]], exc: BaseException) -> None:
         for t in batch:
             if t.error is None:
                 t.error = exc
+
+    def run_alone(self, job: Callable[[Write], T]) -> T:
+        """`job` in an exclusive unit, run again (as a batch is) when the store asks for it: for
+        services that read outside the unit's locks (restore, delete) and must decide again."""
+        end = time.monotonic() + self.deadline
+        for pause in _pauses():
+            try:
+                with self.exclusive() as unit:
+                    return job(unit)
+            except self._retryable:
+                if time.monotonic() >= end or self._owner == threading.get_ident():
+                    raise
+                self.retries += 1
+                time.sleep(min(pause, max(0.0, end - time.monotonic())))
+        raise AssertionError("unreachable")
 
     @contextmanager
     def exclusive(self) -> Iterator[Write]:
@@ -155,3 +207,54 @@ class Writer:
                     raise
             finally:
                 self._owner = outer
+
+
+def _pauses() -> Iterator[float]:
+    """Pauses before each retry: exponential backoff with full jitter, capped (`PAUSE`)."""
+    ceiling = PAUSE[0]
+    while True:
+        yield random.uniform(0, ceiling)
+        ceiling = min(PAUSE[1], ceiling * 2)
+
+
+class ModelGate:
+    """Keeps a change of embedding model from landing between a write's embedding and its
+    commit: every write that embeds holds the gate open (`prepare`, any number at once, and
+    again on a thread that holds it already) from its embedding until its job is committed;
+    `closed()` waits until none does and holds new ones back while the model changes."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._open = 0
+        self._closed = False
+        self._mine = threading.local()
+
+    @contextmanager
+    def prepare(self) -> Iterator[None]:
+        depth = getattr(self._mine, "depth", 0)
+        if not depth:  # a nested write (a service calling remember) is inside the outer one's hold
+            with self._cond:
+                self._cond.wait_for(lambda: not self._closed)
+                self._open += 1
+        self._mine.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._mine.depth = depth
+            if not depth:
+                with self._cond:
+                    self._open -= 1
+                    self._cond.notify_all()
+
+    @contextmanager
+    def closed(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._closed)
+            self._closed = True
+            self._cond.wait_for(lambda: self._open == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._closed = False
+                self._cond.notify_all()

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from agentmem import validate
+from agentmem import adjudicate, validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine
+from agentmem.engine import Engine, gated
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
@@ -44,23 +44,45 @@ def _sources_known(engine: Engine, new: NewMemory) -> NewMemory:
     return new
 
 
+@gated
 def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:
-    """Create, reinforce or supersede (see `agentmem.supersede`), in the next group commit."""
+    """Create, reinforce or supersede (see `agentmem.supersede`), in the next group commit.
+
+    With an adjudicating provider, a job that finds pairs the rules leave undecided writes
+    nothing and hands them back; the model is asked here, outside the writer, and a second job
+    decides again and applies its rulings (`agentmem.adjudicate`)."""
     content_hash = sha256(new.content)
     vector, stored = engine.vector_for(new.content, content_hash)
+    judge = engine.provider if engine.provider is not None and engine.provider.config.adjudicate else None
+    asked: list[tuple[adjudicate.Pending, list[adjudicate.Verdict]]] = []
 
-    def job(w: Write) -> RememberResult:
+    def job(w: Write) -> RememberResult | adjudicate.Pending:
+        decision, candidates = _decide(engine, w, new, vector)
+        if judge is not None:
+            when = new.valid_from or w.now
+            older = adjudicate.undecided(new, decision, candidates, when, engine.config.slot_query_words)
+            if older and not asked:
+                return adjudicate.Pending(new.content, when, older)  # nothing written yet
+            if older:
+                pending, verdicts = asked[0]
+                decision = adjudicate.settle(decision, pending, verdicts, older, new.content)
         w.embedding(content_hash, vector, stored=stored)
-        return apply(engine, w, new, content_hash, vector, actor)
+        return apply(engine, w, new, content_hash, actor, decision)
 
-    return engine.run(job)
+    done = engine.run(job)
+    if isinstance(done, RememberResult):
+        return done
+    assert judge is not None
+    asked.append((done, adjudicate.rule(judge, done)))
+    again = engine.run(job)
+    assert isinstance(again, RememberResult)
+    return again
 
 
 def apply(
-    engine: Engine, w: Write, new: NewMemory, content_hash: str, vector: np.ndarray, actor: str
+    engine: Engine, w: Write, new: NewMemory, content_hash: str, actor: str, decision: Decision
 ) -> RememberResult:
-    """Decide `new` against the unit and apply the outcome to it."""
-    decision = _decide(engine, w, new, vector)
+    """Apply `decision` (taken against this unit) for `new` to the unit."""
     if decision.outcome == "reinforced":
         assert decision.target is not None
         refreshed = w.update(decision.target, **reinforcement(decision.target, w.now))
@@ -92,8 +114,9 @@ def apply(
     )
 
 
-def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Decision:
-    """Gather the current memories the rules look at: by key, by slot, by content, by search.
+def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[Decision, list[MemoryVersion]]:
+    """Gather the current memories the rules look at (by key, by slot, by content, by search),
+    and decide; the decision and the search candidates.
 
     An expired memory no longer counts: it is neither reinforced nor superseded.
     """
@@ -129,7 +152,7 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
         own = indexed.get(m.id) if own is None else own
         if m.id not in cosines and own is not None:
             cosines[m.id] = float(np.dot(vector, own))
-    return decide(
+    decision = decide(
         kind=new.kind,
         content=new.content,
         key=new.key,
@@ -142,8 +165,10 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
         thresholds=engine.config.thresholds,
         cosines=cosines,
     )
+    return decision, candidates
 
 
+@gated
 def revise(
     engine: Engine, memory_id: int, content: str, *, reason: str, actor: str, changes: dict[str, Any]
 ) -> RememberResult:
@@ -186,6 +211,7 @@ def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str
     return _sources_known(engine, validate.new_memory(NewMemory(**base), engine.config, now))
 
 
+@gated
 def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
     """Raw observations or events in one unit: all or nothing. They never supersede or reinforce."""
     now = engine.clock()

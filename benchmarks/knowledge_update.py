@@ -17,6 +17,11 @@ session in date order, with the engine's clock at the session's date, as an agen
              supersession rules decide
   naive      the baseline: every turn kept, ranked by the cosine of the same embeddings
              with the question, no supersession, no currentness
+  adjudicated  (with --adjudicate URL, or --cache-only) as remember, with the provider at URL
+             (an OpenAI-compatible endpoint, up to /v1) ruling on the pairs the rules leave
+             undecided (agentmem.adjudicate). Its replies are kept per question in --replies
+             (default <out>/knowledge_update_replies.json); --cache-only replays that file with
+             no model, and a reply missing from it stops the run with an error
 
 The question is then asked with the clock at the question's date, and every hit is mapped
 back to the turn it came from. A question asks for the earlier value when it says so
@@ -55,6 +60,7 @@ import numpy as np
 
 from agentmem import Memory, NewMemory
 from agentmem.config import Config
+from agentmem.provider import ProviderConfig
 from agentmem.records import Hit
 from benchmarks.common import (
     DEFAULT_DATA,
@@ -75,6 +81,9 @@ from indexes.embed import SentenceTransformerEmbedder
 DATA = "longmemeval_ku_dev.jsonl.gz"
 PROJECT = "ku"
 SYSTEMS = ("naive", "observe", "remember")
+ADJUDICATED = "adjudicated"
+NO_MODEL_URL = "http://127.0.0.1:9/v1"  # cache-only: never contacted
+Replies = dict[str, dict[str, list[str]]]  # question id -> request hash -> [model, reply]
 _EARLIER = re.compile(r"\b(initially|previously|originally|at first|used to|just started|before i)\b", re.I)
 _NOW = re.compile(r"\b(now|currently|current|these days)\b", re.I)
 TARGETS = {"fresh_first": ">= 90", "stale5": "<= 25", "earlier10": ">= 90"}
@@ -125,15 +134,27 @@ def supports_history() -> bool:
 
 
 def agentmem_rankings(
-    q: dict[str, Any], turns: Turns, path: str, embedder: CachedEmbedder, work: Path
+    q: dict[str, Any],
+    turns: Turns,
+    path: str,
+    embedder: CachedEmbedder,
+    work: Path,
+    provider: ProviderConfig | None = None,
+    replies: Replies | None = None,
 ) -> tuple[list[str], list[str], dict[str, float]]:
-    """Write the turns through `path` (observe or remember) into a fresh store, ask the question:
-    the ranked turn refs, the ranked refs asked with history, and counts."""
+    """Write the turns through `path` (observe, remember, or adjudicated: remember with `provider`)
+    into a fresh store, ask the question: the ranked turn refs, the ranked refs asked with history,
+    and counts. For adjudicated, `replies[question id]` seeds the store's reply cache and takes what
+    it holds afterwards."""
     where = Path(tempfile.mkdtemp(prefix="ku-", dir=work))
     clock = Clock(parse_date(q["question_date"]))
-    counts: dict[str, float] = {"superseded": 0, "memories": 0}
+    counts: dict[str, float] = {"superseded": 0, "memories": 0, "asked": 0, "cached": 0}
+    config = Config(provider=provider) if path == ADJUDICATED else Config()
     try:
-        with Memory(where, embedder=embedder, config=Config(), clock=clock) as mem:
+        with Memory(where, embedder=embedder, config=config, clock=clock) as mem:
+            mine = {} if path != ADJUDICATED or replies is None else replies.setdefault(q["question_id"], {})
+            for h, (model, reply) in mine.items():
+                mem.store.cache_reply(h, model, reply, clock.now)
             for sid, when, rows in turns.sessions:
                 clock.now = when
                 if path == "observe":
@@ -153,6 +174,9 @@ def agentmem_rankings(
             current = refs(mem.recall(question, project=PROJECT, k=k))
             kw: dict[str, Any] = {"include_superseded": True} if supports_history() else {}
             with_history = refs(mem.recall(question, project=PROJECT, k=10, **kw))
+            if mem.provider is not None:
+                counts["asked"], counts["cached"] = mem.provider.calls, mem.provider.cache_hits
+                mine.update({h: [model, reply] for h, model, reply in mem.store.cached_replies()})
         return current, with_history, counts
     finally:
         shutil.rmtree(where, ignore_errors=True)
@@ -197,7 +221,7 @@ def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
     return items[:limit] if limit else items
 
 
-def summarise(per_q: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(per_q: list[dict[str, Any]], systems: Sequence[str] = SYSTEMS) -> dict[str, Any]:
     """Per part (tune, confirm, all) and system: each measure in percent over its questions."""
 
     def pct(rows: list[dict[str, Any]], system: str, m: str, group: str) -> dict[str, Any]:
@@ -208,7 +232,7 @@ def summarise(per_q: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in ("tune", "confirm", "all"):
         rows = [r for r in per_q if part == "all" or r["part"] == part]
-        out[part] = {s: {m: pct(rows, s, m, g) for m, g in groups.items()} for s in SYSTEMS}
+        out[part] = {s: {m: pct(rows, s, m, g) for m, g in groups.items()} for s in systems}
     return out
 
 
@@ -218,16 +242,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None, help="only the first N scored questions")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
-    args = p.parse_args(argv)
+    p.add_argument(
+        "--adjudicate",
+        metavar="URL",
+        default=None,
+        help="also run remember() with this OpenAI-compatible endpoint (up to /v1) adjudicating",
+    )
+    p.add_argument("--model", default="local", help="the model name sent to --adjudicate (default %(default)s)")
+    p.add_argument(
+        "--replies",
+        type=Path,
+        default=None,
+        help="the adjudication replies, per question (default <out>/knowledge_update_replies.json)",
+    )
+    p.add_argument(
+        "--cache-only",
+        action="store_true",
+        help="replay --replies with no model (adjudicated system): a missing reply is an error",
+    )
+    args = p.parse_args(argv)  # fmt: skip
     started = time.perf_counter()
     items = load(args.data, args.limit)
+    provider, replies_path, replies = adjudication(args)
+    systems = (*SYSTEMS, ADJUDICATED) if provider is not None else SYSTEMS
     model = SentenceTransformerEmbedder(cache_size=0)
     cache = VectorCache(model.embed, model.name, model.dim)
     all_turns = {q["question_id"]: Turns(q) for q in items}
     cache.ensure([q["question"].strip() for q in items] + [t for ts in all_turns.values() for t in ts.texts()])
     embedder = CachedEmbedder(cache)
     per_q: list[dict[str, Any]] = []
-    superseded: dict[str, float] = {"observe": 0, "remember": 0}
+    superseded: dict[str, float] = {s: 0 for s in systems if s != "naive"}
+    asked = {"asked": 0.0, "cached": 0.0}
     work = Path(tempfile.mkdtemp(prefix="agentmem-ku-", dir=args.work_dir))
     try:
         for q in progress(items, desc="questions", unit="q"):
@@ -236,25 +281,40 @@ def main(argv: Sequence[str] | None = None) -> int:
             naive = naive_ranking(q, turns, cache)
             scores = {"naive": measures(naive, naive[:10], turns)}
             ranks: dict[str, Any] = {"naive": first_ranks(naive, naive, turns)}
-            for path in ("observe", "remember"):
-                ranked, with_history, counts = agentmem_rankings(q, turns, path, embedder, work)
+            for path in systems[1:]:
+                ranked, with_history, counts = agentmem_rankings(q, turns, path, embedder, work, provider, replies)
                 scores[path] = measures(ranked, with_history, turns)
                 ranks[path] = first_ranks(ranked, with_history, turns)
                 superseded[path] += counts["superseded"]
+                asked["asked"] += counts["asked"]
+                asked["cached"] += counts["cached"]
             per_q.append({
                 "id": q["question_id"], "part": part_of(q["question_id"]),  # no data text in results
                 "current": current, "earlier": earlier, "scores": scores, "ranks": ranks,
             })  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if provider is not None and not args.cache_only:  # what was asked so far is kept, even on failure
+            replies_path.parent.mkdir(parents=True, exist_ok=True)
+            replies_path.write_text(json.dumps(replies, indent=1, sort_keys=True) + "\n")
     results: dict[str, Any] = {
         "command": command_line("knowledge_update", argv),
         "data": str(args.data),
         "questions": len(per_q),
         "history": supports_history(),
         "targets": TARGETS,
-        "summary": summarise(per_q),
+        "systems": list(systems),
+        "summary": summarise(per_q, systems),
         "superseded_turns": superseded,
+        "adjudication": None
+        if provider is None
+        else {
+            "url": None if args.cache_only else provider.base_url,
+            "model": provider.model,
+            "cache_only": args.cache_only,
+            "replies": str(replies_path),
+            **asked,
+        },
         "per_question": per_q,
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine_info(),
@@ -262,6 +322,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_json(args.out, "knowledge_update", results)
     write_report(results, args.out, "knowledge_update", render_markdown, plot)
     return 0
+
+
+def adjudication(args: Any) -> tuple[ProviderConfig | None, Path, Replies]:
+    """The adjudicating provider the options ask for (None: no adjudicated system), where its
+    replies are kept, and the replies recorded so far."""
+    path = args.replies or args.out / "knowledge_update_replies.json"
+    if args.adjudicate is None and not args.cache_only:
+        return None, path, {}
+    if args.cache_only and not path.exists():
+        raise SystemExit(f"--cache-only replays {path}, which does not exist (record it with --adjudicate URL)")
+    replies: Replies = json.loads(path.read_text()) if path.exists() else {}
+    cfg = ProviderConfig(base_url=args.adjudicate or NO_MODEL_URL, model=args.model, adjudicate=True,
+                         cache_only=args.cache_only)  # fmt: skip
+    return cfg, path, replies
 
 
 def first_ranks(ranked: list[str], with_history: list[str], turns: Turns) -> dict[str, int | None]:
@@ -294,11 +368,17 @@ def render_markdown(res: dict[str, Any]) -> str:
         s = res["summary"][part]
         lines += [f"**{part}**", "", "| system | " + " | ".join(LABELS.values()) + " |",
                   "| --- |" + " ---: |" * len(LABELS)]  # fmt: skip
-        for system in SYSTEMS:
+        for system in res.get("systems", SYSTEMS):
             cells = [f"{s[system][m]['pct']} (n={s[system][m]['n']})" for m in LABELS]
             lines.append(f"| {system} | " + " | ".join(cells) + " |")
         lines.append("")
     hist = "with" if res["history"] else "without (recall has no history option in this build)"
+    adj = res.get("adjudication")
+    if adj:
+        source = "replayed from the cache, no model" if adj["cache_only"] else f"model {adj['model']} at {adj['url']}"
+        lines += [f"adjudicated: remember() with the provider ruling on undecided pairs ({source}); "
+                  f"requests to the model {adj['asked']:.0f}, from the cache {adj['cached']:.0f}; turns "
+                  f"superseded: {res['superseded_turns'][ADJUDICATED]}.", ""]  # fmt: skip
     lines += [
         f"earlier@10 asked {hist} history. Turns superseded by remember(): {res['superseded_turns']['remember']}.",
         "One question is 100/n points: with n around a dozen, a difference of one question is noise.",
@@ -312,10 +392,11 @@ def render_markdown(res: dict[str, Any]) -> str:
 def plot(res: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     s = res["summary"]["all"]
+    systems = res.get("systems", SYSTEMS)
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    w = 0.8 / len(SYSTEMS)
+    w = 0.8 / len(systems)
     x = np.arange(len(LABELS))
-    for j, system in enumerate(SYSTEMS):
+    for j, system in enumerate(systems):
         ax.bar(x + j * w, [s[system][m]["pct"] or 0 for m in LABELS], width=w, label=system)
     ax.set_xticks(x + w, list(LABELS.values()), fontsize=8)
     ax.set_ylim(0, 105)

@@ -7,7 +7,7 @@ filter fields and vectors, and replays an outbox that a `Source` hands it.
 from indexes.bm25 import BM25Index
 from indexes.docs import Doc, IndexCorrupt, IndexFailure, OutboxEntry
 from indexes.embed import Embedder, SentenceTransformerEmbedder
-from indexes.onnx_embed import OnnxEmbedder, default_embedder
+from indexes.onnx_embed import OnnxEmbedder, default_embedder, embedder_named
 from indexes.sync import IndexSet, Source
 from indexes.vectors import VectorIndex
 
@@ -24,4 +24,5 @@ __all__ = [
     "Source",
     "VectorIndex",
     "default_embedder",
+    "embedder_named",
 ]

@@ -13,6 +13,7 @@ import numpy as np
 from indexes.docs import IndexFailure
 
 MINILM_NAME = "all-MiniLM-L6-v2"
+MINILM_INT8_NAME = "all-MiniLM-L6-v2-int8"  # its int8 quantisation: another model for the indexes
 
 
 class EmbedderUnavailable(IndexFailure):
@@ -42,17 +43,26 @@ class QueryCache:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One vector for a query, served from the cache when the same query came recently."""
+        hit = self.cached(text)
+        if hit is not None:
+            return hit
+        vector = self.embed([text])[0]
+        self.keep(text, vector)
+        return vector
+
+    def cached(self, text: str) -> np.ndarray | None:
+        """The query's vector if it came recently."""
         with self._cache_lock:
             hit = self._cache.get(text)
             if hit is not None:
                 self._cache.move_to_end(text)
-                return hit
-        vector = self.embed([text])[0]
+            return hit
+
+    def keep(self, text: str, vector: np.ndarray) -> None:
         with self._cache_lock:
             self._cache[text] = vector
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return vector
 
 
 class SentenceTransformerEmbedder(QueryCache):
@@ -118,35 +128,46 @@ class SentenceTransformerEmbedder(QueryCache):
 
 
 
-def embed_query(embedder: Embedder, text: str) -> np.ndarray:
-    """A query vector, through the embedder's cache when it has one."""
-    cached = getattr(embedder, "embed_query", None)
-    return cached(text) if cached is not None else embedder.embed([text])[0]
+def embed_query(embedder: Embedder, text: str, batcher: EmbedBatcher | None = None) -> np.ndarray:
+    """A query vector, through the embedder's cache when it has one, and embedded together with
+    other callers' queries when a `batcher` (of the same embedder) is given."""
+    cache = embedder if isinstance(embedder, QueryCache) else None
+    hit = cache.cached(text) if cache is not None else None
+    if hit is not None:
+        return hit
+    vector = (batcher.embed([text]) if batcher is not None else embedder.embed([text]))[0]
+    if cache is not None:
+        cache.keep(text, vector)
+    return vector
 
 
 class _Request:
-    __slots__ = ("texts", "done", "vectors", "error")
+    __slots__ = ("texts", "taken", "done", "finished", "vectors", "error")
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
+        self.taken = False  # a runner has it
         self.done = False
+        self.finished = threading.Event()
         self.vectors: np.ndarray | None = None
         self.error: BaseException | None = None
 
 
 class EmbedBatcher:
-    """Embeds the texts of concurrent callers together: whoever finds the model free embeds
-    everything waiting in one call (one forward pass instead of one per caller).
+    """Embeds the texts of concurrent callers together: whoever finds a runner free embeds
+    everything waiting in one call (one forward pass instead of one per caller). At most
+    `runners` forward passes run at once (one a core suits a one-thread model: a batch of 8 short
+    queries costs about 5x one, not 8x, and the other core runs the next batch).
 
     >>> batcher = EmbedBatcher(SentenceTransformerEmbedder())   # doctest: +SKIP
     >>> batcher.embed(["we use postgres"]).shape                # from any thread
     (1, 384)
     """
 
-    def __init__(self, embedder: Embedder, *, max_texts: int = 256) -> None:
+    def __init__(self, embedder: Embedder, *, max_texts: int = 256, runners: int = 1) -> None:
         self.embedder = embedder
         self.max_texts = max_texts
-        self._lock = threading.Lock()  # held while the model runs
+        self._runners = threading.Semaphore(runners)  # one held while a forward pass runs
         self._queue: list[_Request] = []
         self._queue_lock = threading.Lock()
         self.calls = 0
@@ -158,8 +179,11 @@ class EmbedBatcher:
         with self._queue_lock:
             self._queue.append(request)
         while not request.done:
-            with self._lock:
-                if not request.done:
+            if request.taken:  # in another runner's batch
+                request.finished.wait()
+                continue
+            with self._runners:
+                if not request.taken:
                     self._run_once()
         if request.error is not None:
             raise request.error
@@ -172,17 +196,20 @@ class EmbedBatcher:
             n = 0
             while self._queue and (not batch or n + len(self._queue[0].texts) <= self.max_texts):
                 batch.append(self._queue.pop(0))
+                batch[-1].taken = True
                 n += len(batch[-1].texts)
+            self.calls += bool(batch)
         if not batch:
             return
-        self.calls += 1
         try:
             vectors = self.embedder.embed([t for r in batch for t in r.texts])
         except BaseException as exc:  # every caller of the batch hears why
             for r in batch:
                 r.error, r.done = exc, True
+                r.finished.set()
             return
         start = 0
         for r in batch:
             r.vectors, r.done = vectors[start : start + len(r.texts)], True
+            r.finished.set()
             start += len(r.texts)

@@ -12,7 +12,7 @@ import logging
 import shutil
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
@@ -155,11 +155,12 @@ class IndexSet:
             with self._swap:
                 self._holds.remove(seq)
 
-    def _fill(self, ix: BM25Index | VectorIndex, desc: str) -> None:
+    def _fill(self, ix: BM25Index | VectorIndex, desc: str, source: Source | None = None) -> None:
         """Load every indexable document into an empty index, marking it as applied up to the hold."""
         seq = min(self._holds)
-        with _progress(self.source.indexable_count(), desc) as bar:
-            for docs in self.source.iter_docs(BATCH):
+        source = source or self.source
+        with _progress(source.indexable_count(), desc) as bar:
+            for docs in source.iter_docs(BATCH):
                 ix.apply(docs, [], seq=0)
                 bar.update(len(docs))
         ix.apply([], [], seq=seq)
@@ -174,13 +175,42 @@ class IndexSet:
             ix.close()
         return path
 
-    def _build_vectors(self) -> Path:
+    def _build_vectors(self, model: str | None = None, source: Source | None = None) -> Path:
+        """A complete vector index in a side directory: of this index set's model, or of `model`
+        with vectors from `source` (a model switch)."""
         path = self.path / "vectors.rebuild"
-        capacity = int(self.source.indexable_count() * 1.25) + 1024
-        ix = VectorIndex.create(path, self.dim, self.model, capacity=capacity)
-        self._fill(ix, "rebuild vectors")
+        source = source or self.source
+        capacity = int(source.indexable_count() * 1.25) + 1024
+        ix = VectorIndex.create(path, self.dim, model or self.model, capacity=capacity)
+        self._fill(ix, "rebuild vectors", source)
         ix.flush(force=True)
         return path
+
+    @contextmanager
+    def model_switch(self, model: str, source: Source, ready: Callable[[], None]) -> Iterator[Callable[[], None]]:
+        """Build a vector index of another model beside the live one (searches go on against the
+        live one); yields the function that swaps it in. The outbox is held from the start:
+        `ready()` runs first and must leave `source` a vector for every version written so far
+        (the build takes those), and the caller runs `install` holding the writers' lock once
+        `source` has one for every version written since (the outbox replays those). Not swapped
+        in: the build is dropped."""
+        with self._hold():
+            ready()
+            built = self._build_vectors(model, source)
+
+            def install() -> None:
+                with self._swap:
+                    if self.closed:
+                        raise IndexFailure("the index set was closed during the model switch")
+                    self._install(built, "vectors")
+                    self.source, self.model = source, model
+                    self.vectors = VectorIndex(self.path / "vectors", self.dim, model)
+                    self.sync()
+
+            try:
+                yield install
+            finally:
+                shutil.rmtree(built, ignore_errors=True)
 
     def _install(self, built: Path, name: str) -> None:
         """Move a completed build into place (the old directory, if any, goes)."""

@@ -1,13 +1,32 @@
-"""The knowledge-update and SituatedQA benchmarks' scoring, on hand-worked examples (no model)."""
+"""The knowledge-update and SituatedQA benchmarks' scoring, on hand-worked examples (no model); and
+the knowledge-update benchmark's adjudicated system recorded from a scripted endpoint, then replayed
+from its replies with no endpoint at all."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from benchmarks.knowledge_update import Turns, asks, measures, part_of
+import pytest
+
+from agentmem.errors import ProviderCacheMissError
+from benchmarks.knowledge_update import (
+    ADJUDICATED,
+    Turns,
+    adjudication,
+    agentmem_rankings,
+    asks,
+    measures,
+    part_of,
+    render_markdown,
+    summarise,
+)
 from benchmarks.situatedqa import holds, load, scores, statement, valid_at
+from fakes import FakeEmbedder, FakeProvider
 
 
 def test_which_value_a_question_asks_for() -> None:
@@ -84,3 +103,69 @@ def test_situatedqa_versions_probes_and_scores(tmp_path: Path) -> None:
     # another row's paraphrase that gives the current answer is current; it is no dead version
     para = ("How many titles do the Bulls have? 6.", "7:0")
     assert scores(bulls, [para], [])["top1_current"] and not scores(bulls, [para], [])["dead5"]
+
+
+def notes_question() -> dict[str, object]:
+    """Two sessions where the later one moves a fact in words no rule is sure of (the hint band)."""
+
+    def turn(text: str) -> list[dict[str, object]]:
+        return [{"role": "user", "content": text, "has_answer": True}]
+
+    return {
+        "question_id": "notes",
+        "question": "Where do we keep the release notes?",
+        "question_date": "2023/11/01 (Wed) 10:00",
+        "haystack_dates": ["2023/08/16 (Wed) 03:47", "2023/10/09 (Mon) 13:24"],
+        "haystack_session_ids": ["earlier", "later"],
+        "haystack_sessions": [
+            turn("We keep the release notes in the wiki"),
+            turn("We keep the release notes in the repository docs folder"),
+        ],
+    }
+
+
+def update_each(body: dict[str, Any]) -> str:
+    """A scripted judge: every earlier statement of the request is an update."""
+    n = len(re.findall(r"^\d+\. ", body["messages"][1]["content"], re.M))
+    return json.dumps({"rulings": [{"statement": i, "ruling": "update", "reason": "moved"} for i in range(1, n + 1)]})
+
+
+def test_adjudicated_system_records_then_replays_with_no_model(tmp_path: Path) -> None:
+    q = notes_question()
+    turns = Turns(q)
+    provider = FakeProvider()
+    provider.mode, provider.script = "script", update_each
+    out = tmp_path / "results"
+    args = argparse.Namespace(adjudicate=provider.url, model="judge", replies=None, out=out, cache_only=False)
+    try:
+        cfg, path, replies = adjudication(args)
+        assert cfg is not None and cfg.adjudicate and path == out / "knowledge_update_replies.json" and replies == {}
+        recorded = agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, cfg, replies)  # type: ignore[arg-type]
+        plain = agentmem_rankings(q, turns, "remember", FakeEmbedder(), tmp_path)  # type: ignore[arg-type]
+    finally:
+        provider.stop()  # no model from here on
+    assert len(provider.requests) == 1 and recorded[2]["superseded"] == 1 and recorded[2]["asked"] == 1
+    assert recorded[0] == ["later#0"] and recorded[1] == ["later#0", "earlier#0"]  # the stale turn only in history
+    assert plain[2]["superseded"] == 0 and sorted(plain[0]) == ["earlier#0", "later#0"]  # the rules alone keep both
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(replies))  # what main() writes
+    replay_args = argparse.Namespace(adjudicate=None, model="judge", replies=None, out=out, cache_only=True)
+    cfg, _, loaded = adjudication(replay_args)
+    assert cfg is not None and cfg.cache_only and list(loaded) == ["notes"]
+    replayed = agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, cfg, loaded)  # type: ignore[arg-type]
+    assert replayed[:2] == recorded[:2] and (replayed[2]["asked"], replayed[2]["cached"]) == (0, 1)
+    with pytest.raises(ProviderCacheMissError):  # a reply the file does not hold: an error, never a guess
+        agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, cfg, {})  # type: ignore[arg-type]
+    systems = ("naive", "observe", "remember", ADJUDICATED)
+    runs = dict.fromkeys(systems[:3], plain) | {ADJUDICATED: replayed}
+    scored = {s: measures(r[0], r[1], turns) for s, r in runs.items()}
+    per_q = [{"id": "notes", "part": part_of("notes"), "current": True, "earlier": False, "scores": scored}]
+    res = {"questions": 1, "history": True, "systems": list(systems), "summary": summarise(per_q, systems),
+           "superseded_turns": {"remember": 0, ADJUDICATED: 1},
+           "adjudication": {"cache_only": True, "model": "judge", "url": None, "asked": 0, "cached": 1},
+           "seconds": 0.0, "machine": {"cpu_model": "x", "git": {"commit": "abc"}}}  # fmt: skip
+    md = render_markdown(res)
+    assert "| adjudicated | 100.0 (n=1) | 0.0 (n=1) |" in md and "replayed from the cache, no model" in md
+    with pytest.raises(SystemExit, match="does not exist"):
+        adjudication(argparse.Namespace(adjudicate=None, model="m", replies=tmp_path / "none.json", out=out,
+                                        cache_only=True))  # fmt: skip

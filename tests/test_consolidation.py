@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +12,7 @@ import pytest
 from agentmem import Config, Memory, NewMemory, NotFoundError, ValidationError
 from agentmem.config import ConsolidationSettings
 from agentmem.provider import ProviderConfig
-from fakes import FakeEmbedder
+from fakes import FakeEmbedder, FakeProvider
 
 BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
 
@@ -190,55 +186,9 @@ def test_same_input_same_output(tmp_path: Path) -> None:
 # -- the provider -----------------------------------------------------------------------
 
 
-class Stub:
-    """An OpenAI-compatible chat endpoint on a real socket, answering as `mode` says."""
-
-    def __init__(self) -> None:
-        self.mode = "ok"
-        self.requests: list[dict[str, Any]] = []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                stub.requests.append(body)
-                if stub.mode == "slow":
-                    time.sleep(1.0)
-                content = {
-                    "ok": json.dumps({"text": "The upload test fails intermittently on CI."}),
-                    "claims": json.dumps({"claims": ["I prefer tabs over spaces for indentation.", "I ran the tests",
-                                                     "rm -rf /tmp/build"]}),
-                    "slow": json.dumps({"text": "late"}),
-                    "prose": "Sure! The upload test is flaky.",
-                    "badjson": '{"text": ',
-                    "fields": json.dumps({"summary": "wrong field"}),
-                }.get(stub.mode, "")
-                if stub.mode == "http500":
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def stub() -> Iterator[Stub]:
-    s = Stub()
+def stub() -> Iterator[FakeProvider]:
+    s = FakeProvider()
     yield s
     s.stop()
 
@@ -249,7 +199,7 @@ def _with_provider(path: Path, url: str, clock) -> Memory:  # type: ignore[no-un
 
 
 @pytest.mark.parametrize("mode", ["prose", "badjson", "fields", "slow", "http500"])
-def test_provider_failures_skip_and_count(tmp_path: Path, clock, stub: Stub, mode: str) -> None:  # type: ignore[no-untyped-def]
+def test_provider_failures_skip_and_count(tmp_path: Path, clock, stub: FakeProvider, mode: str) -> None:  # type: ignore[no-untyped-def]
     stub.mode = mode
     with _with_provider(tmp_path / "d", stub.url, clock) as mem:
         observe(mem, clock, "s1", [(FLAKY, None)])
@@ -264,7 +214,7 @@ def test_provider_failures_skip_and_count(tmp_path: Path, clock, stub: Stub, mod
         assert mem.check().ok
 
 
-def test_provider_words_and_replays_from_cache(tmp_path: Path, clock, stub: Stub) -> None:  # type: ignore[no-untyped-def]
+def test_provider_words_and_replays_from_cache(tmp_path: Path, clock, stub: FakeProvider) -> None:  # type: ignore[no-untyped-def]
     with _with_provider(tmp_path / "d", stub.url, clock) as mem:
         observe(mem, clock, "s1", [(FLAKY, None)])
         observe(mem, clock, "s2", [(FLAKY + " today", None)])
@@ -291,7 +241,7 @@ def test_consolidation_settings_are_checked() -> None:
             ConsolidationSettings(**bad)  # type: ignore[arg-type]
 
 
-def test_provider_proposes_claims_the_policy_still_judges(tmp_path: Path, clock, stub: Stub) -> None:  # type: ignore[no-untyped-def]
+def test_provider_proposes_claims_the_policy_still_judges(tmp_path: Path, clock, stub: FakeProvider) -> None:  # type: ignore[no-untyped-def]
     messages = [{"role": "user", "content": "Honestly, tabs are what my fingers always go for.", "id": "m1"}]
     with _with_provider(tmp_path / "d", stub.url, clock) as mem:
         plain = mem.ingest_conversation(messages, project="p", session="s1", dry_run=True)

@@ -16,7 +16,7 @@ import pytest
 from fakes import FakeEmbedder
 from indexes import onnx_embed
 from indexes.embed import EmbedderUnavailable, SentenceTransformerEmbedder
-from indexes.onnx_embed import OnnxEmbedder, default_embedder
+from indexes.onnx_embed import OnnxEmbedder, default_embedder, embedder_named
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -122,8 +122,31 @@ def test_the_embedder_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) 
             default_embedder()
     monkeypatch.setenv("AGENTMEM_EMBED_THREADS", "1")
     monkeypatch.setenv("AGENTMEM_EMBEDDER", "tensorflow")
-    with pytest.raises(EmbedderUnavailable, match="'onnx' or 'torch'"):
+    with pytest.raises(EmbedderUnavailable, match="one of onnx, onnx-int8, torch"):
         default_embedder()
+    monkeypatch.setenv("AGENTMEM_EMBEDDER", "onnx-int8")
+    int8 = default_embedder()
+    assert isinstance(int8, OnnxEmbedder) and int8.name == "all-MiniLM-L6-v2-int8" and int8.fallback is None
+    assert embedder_named("all-MiniLM-L6-v2-int8").name == "all-MiniLM-L6-v2-int8"  # type: ignore[union-attr]
+    assert embedder_named("all-MiniLM-L6-v2").name == "all-MiniLM-L6-v2"  # type: ignore[union-attr]
+    assert embedder_named("some-other-model") is None
+    with pytest.raises(ValueError, match="no fallback"):
+        OnnxEmbedder(int8=True, fallback=SentenceTransformerEmbedder())
+
+
+@pytest.mark.model
+def test_the_int8_model_is_another_model(tmp_path: Path) -> None:
+    """Quantised once beside the fp32 export; its vectors are close to fp32 but not the same."""
+    exported = onnx_embed.model_file()  # the shared export, copied (not exported again)
+    for f in (exported, exported.with_suffix(".json")):
+        shutil.copy(f, tmp_path / f.name)
+    fp32, int8 = OnnxEmbedder(directory=tmp_path), OnnxEmbedder(directory=tmp_path, int8=True)
+    texts = ["We deploy the shop API on Fly.io", "where is the shop API deployed?", "I finished my 5th painting"]
+    a, b = fp32.embed(texts), int8.embed(texts)
+    cos = (a * b).sum(axis=1)
+    assert (cos > 0.9).all() and (cos < 0.999).all()  # near, yet another model's vectors
+    assert (tmp_path / "all-MiniLM-L6-v2-int8.onnx").exists() and (tmp_path / "all-MiniLM-L6-v2-int8.json").exists()
+    assert np.allclose(OnnxEmbedder(directory=tmp_path, int8=True).embed(texts), b, atol=1e-6)  # the cached file
 
 
 @pytest.mark.model

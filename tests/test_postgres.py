@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import psycopg
 import pytest
@@ -182,6 +183,36 @@ def test_search_runs_in_the_database_over_current_versions_only(nodes: list[Memo
     assert "USING gin" in str(indexes["memories_search"]) and "USING hnsw" in str(indexes["memories_embedding"])
 
 
+def test_a_small_project_in_a_big_database_gets_k_vector_hits(tmp_path: Path, database_url: str) -> None:
+    """One HNSW graph serves every project: a plain index scan stops after hnsw.ef_search (40)
+    candidates, most of them another project's, and the project filter would leave fewer than k.
+    The nodes' connections set hnsw.iterative_scan, so the scan goes on until k rows pass."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        (name,) = conn.execute("SELECT current_database()").fetchone()  # type: ignore[misc]
+        conn.execute(f"ALTER DATABASE {name} SET enable_seqscan = off")  # the index, as on a big table
+    with _node(tmp_path, "n", database_url) as mem:
+        for i in range(300):
+            mem.remember(f"Big project note {i} about release trains and build caches", project="big", kind="event")
+        small = [mem.remember(f"Small project note {i} about release trains", project="small", kind="event").memory.id
+                 for i in range(8)]  # fmt: skip
+        query = mem.embedder.embed(["release trains and build caches"])[0]
+        hits = mem.indexes.search_vector(query, 8, project="small")
+        assert sorted(i for i, _ in hits) == sorted(small)
+        assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)  # relaxed order put right
+        assert mem.engine.store.query("SHOW hnsw.iterative_scan") == [("relaxed_order",)]  # type: ignore[attr-defined]
+        with psycopg.connect(database_url) as conn:  # without it, the same index scan comes up short
+            from pgvector.psycopg import register_vector
+
+            register_vector(conn)
+            conn.execute("SET hnsw.iterative_scan = off")
+            rows = conn.execute(
+                "SELECT id FROM memories m WHERE m.is_latest AND m.status = 'active' AND m.project = 'small' "
+                "AND m.embedding IS NOT NULL ORDER BY m.embedding <=> %s LIMIT 8",
+                [np.asarray(query, dtype=np.float32)],
+            ).fetchall()
+        assert len(rows) < 8
+
+
 def test_the_vector_search_can_use_the_partial_hnsw_index(nodes: list[Memory], database_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The planner may take the HNSW index for the very query recall runs (a sequential scan, which
     a table this small would rather have, ruled out). The text search's GIN index is checked by its
@@ -236,7 +267,10 @@ def test_a_data_directory_moves_into_postgres_whole(tmp_path: Path, database_url
         new = local.remember("Standups are at 10:00", project="team", key="standup").memory
         evidence = local.remember("The retro is every other Friday", project="team", kind="event").memory
         derived = local.remember("Retros happen biweekly", project="team", source_ids=[evidence.id]).memory
+        gone = local.remember("The old wiki password is hunter2", project="team").memory
+        local.delete(ids=[gone.id], reason="erasure request", actor="dpo")
         links = local.links(derived.id)
+        audit, _ = local.audit(limit=100)
         exported = list(local.export_lines())
         before = {v.id: v for v in local.store.versions(local_scope())}
         vectors = local.store.vectors([v.content_hash for v in before.values()], local.embedder.name)
@@ -245,6 +279,11 @@ def test_a_data_directory_moves_into_postgres_whole(tmp_path: Path, database_url
         after = {v.id: v for v in pg.store.versions(local_scope())}
         assert after == before  # every version, with its ids, lineage, statuses and times
         assert pg.links(derived.id) == links and len(links) == 1
+        moved_audit, _ = pg.audit(limit=100)  # the audit log moves too, entry by entry, in order
+        assert [msgspec.structs.replace(e, id=0) for e in moved_audit] == [
+            msgspec.structs.replace(e, id=0) for e in audit
+        ]
+        assert {e.action for e in audit} >= {"supersede", "delete"}
         moved = pg.store.vectors(list(vectors), pg.embedder.name)
         assert set(moved) == set(vectors) and all(np.allclose(moved[h], vectors[h]) for h in vectors)
         assert [h.memory.id for h in pg.recall("standups", project="team")][:1] == [new.id]

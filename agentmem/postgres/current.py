@@ -29,6 +29,13 @@ from agentmem.text import identity, sha256
 if TYPE_CHECKING:
     from agentmem.postgres.store import PgStore, Tx
 
+
+def slot_key(slot: str) -> str:
+    """What the `slot` column holds: the slot's hash, so that a subject of any length fits the
+    btree index (PostgreSQL refuses an index row of more than about 2,700 bytes)."""
+    return sha256(slot)
+
+
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
 
@@ -48,19 +55,22 @@ class Current:
     def _one(self, condition: str, params: list[Any]) -> MemoryVersion | None:
         rows = self._tx.run(f"{SELECT} WHERE {CURRENT} AND {condition} ORDER BY id DESC FOR UPDATE", params)
         found = [to_version(r) for r in rows if r[13] not in NEVER_SUPERSEDED]  # 13: kind
+        self._tx.seen(found)
         return found[0] if found else None
 
     def get(self, memory_id: int) -> MemoryVersion | None:
         rows = self._tx.run(f"{SELECT} WHERE id = ? AND {CURRENT} FOR UPDATE", [memory_id])
-        return to_version(rows[0]) if rows else None
+        found = [to_version(r) for r in rows]
+        self._tx.seen(found)
+        return found[0] if found else None
 
     def by_key(self, project: str, key: str) -> MemoryVersion | None:
         self._lock(project, "key", key)
         return self._one("project = ? AND key = ?", [project, key])
 
     def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
-        self._lock(project, "slot", slot)
-        return self._one("project = ? AND slot = ?", [project, slot])
+        self._lock(project, "slot", slot_key(slot))
+        return self._one("project = ? AND slot = ?", [project, slot_key(slot)])
 
     def by_content(self, project: str, content: str) -> MemoryVersion | None:
         norm = sha256(identity(content))
@@ -105,7 +115,7 @@ class LiveView:
         return self._newest("project = ? AND key = ?", [project, key])
 
     def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
-        return self._newest("project = ? AND slot = ?", [project, slot])
+        return self._newest("project = ? AND slot = ?", [project, slot_key(slot)])
 
     def by_content(self, project: str, content: str) -> MemoryVersion | None:
         return self._newest("project = ? AND norm_hash = ?", [project, sha256(identity(content))])

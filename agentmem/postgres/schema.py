@@ -14,10 +14,19 @@ from typing import Any
 
 from agentmem.errors import SchemaTooNewError, StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CURRENT = "is_latest AND status = 'active'"
 M_CURRENT = "m.is_latest AND m.status = 'active'"  # the same, on the alias m
 TEXT_CONFIG = "english"  # PostgreSQL's Snowball English stemmer and stopwords, as Tantivy's en_stem
+
+# what a database of an older schema version is brought up to date with, by the version it goes to
+UPGRADES: dict[int, list[str]] = {
+    2: [  # the slot column holds the slot's sha256 (a long subject fits the btree index); only
+        # current versions keep a search document (older ones held words a delete may erase)
+        "UPDATE memories SET slot = encode(sha256(convert_to(slot, 'UTF8')), 'hex') WHERE slot IS NOT NULL",
+        f"UPDATE memories SET doc = NULL WHERE doc IS NOT NULL AND NOT ({CURRENT})",
+    ],
+}
 
 META = "CREATE TABLE IF NOT EXISTS agentmem_meta (name text PRIMARY KEY, value text NOT NULL)"
 
@@ -141,7 +150,13 @@ def migrate(conn: Any, dim: int, model: str) -> int:
                 [str(SCHEMA_VERSION), model, str(dim)],
             )
             return SCHEMA_VERSION
-    have = int(rows["schema_version"])
+        have = int(rows["schema_version"])
+        if have < SCHEMA_VERSION and int(rows["dim"]) == dim and rows["model"] == model:
+            for version in range(have + 1, SCHEMA_VERSION + 1):
+                for sql in UPGRADES[version]:
+                    conn.execute(sql)
+            conn.execute("UPDATE agentmem_meta SET value = %s WHERE name = 'schema_version'", [str(SCHEMA_VERSION)])
+            have = SCHEMA_VERSION
     if have > SCHEMA_VERSION:
         raise SchemaTooNewError(
             f"this database has agentmem schema version {have}, but this agentmem knows only up to "

@@ -77,9 +77,12 @@ class PgIndexes:
         if project is not None:
             cond += " AND m.project = ?"
             params.append(project)  # type: ignore[arg-type]
+        # the scan goes on past hnsw.ef_search until k rows pass the filter (the connections set
+        # hnsw.iterative_scan = relaxed_order); relaxed order is put right by the outer ORDER BY
         rows = self.store.query(
-            f"SELECT m.id, m.embedding <=> ?::vector AS distance FROM memories m WHERE {cond} "
-            f"AND m.embedding IS NOT NULL ORDER BY distance LIMIT {int(k)}",
+            f"WITH hits AS MATERIALIZED (SELECT m.id, m.embedding <=> ?::vector AS distance FROM memories m "
+            f"WHERE {cond} AND m.embedding IS NOT NULL ORDER BY distance LIMIT {int(k)}) "
+            "SELECT id, distance FROM hits ORDER BY distance, id DESC",
             [params[0], *params[1:]],
         )
         return [(int(i), 1.0 - float(d)) for i, d in rows]

@@ -6,13 +6,19 @@ commit writes the versions, retires the old ones, refreshes the search documents
 vectors of the versions it made current, and writes the audit, all in that transaction. There
 is no outbox to replay: the search indexes are the database's own, and they change with the
 rows. A deadlock or a lock timeout rolls the transaction back and is raised as
-`RetryConflict`: the engine's writer runs the batch again.
+`RetryConflict`: the engine's writer runs the batch again (with backoff, until its deadline).
+Any other database error also ends the transaction there and then (nothing runs on in an
+aborted transaction): an error the values caused (PostgreSQL's data exceptions and limits) is a
+`ValidationError`, the others a `StoreError`.
+
+Every statement of a unit names the project of the rows it touches (Citus routes by it): the
+transaction remembers the project of every version it read or wrote (`Tx.projects`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from datetime import datetime
@@ -27,12 +33,12 @@ from psycopg_pool import ConnectionPool
 
 from agentmem.audit import AuditEntry
 from agentmem.documents import doc_text
-from agentmem.errors import StoreError
+from agentmem.errors import AgentMemError, ConflictError, StoreError, ValidationError
 from agentmem.filters import Filter
 from agentmem.postgres import schema
-from agentmem.postgres.current import Current
+from agentmem.postgres.current import Current, slot_key
 from agentmem.records import MAX_ID, Link, MemoryVersion
-from agentmem.store import COLUMNS, RetryConflict, StoreOfRecord, filter_sql, to_version, version_row
+from agentmem.store import COLUMNS, NO_READS, RetryConflict, StoreOfRecord, filter_sql, to_version, version_row
 from agentmem.text import identity, sha256, slot_of
 from indexes.docs import OutboxEntry, OutboxOp
 
@@ -42,6 +48,18 @@ _INSERT = f"INSERT INTO memories ({', '.join(_NAMES)}) VALUES ({', '.join(['%s']
 _AUDIT_COLUMNS = ("project", "id", "created_at", "action", "actor", "memory_id", "lineage_id", "affected", "reason",
                   "details")  # fmt: skip
 _encode = msgspec.json.Encoder().encode
+_IDS_LOCK = 4242002  # shared by every unit that takes new ids, exclusive for an import that brings its own
+LOCK_TIMEOUT = 5.0  # seconds one statement waits for a lock before the batch is rolled back and run again
+
+
+def database_error(exc: psycopg.Error) -> AgentMemError:
+    """The agentmem error for a database error that is not a conflict to retry."""
+    text = (exc.diag.message_primary if exc.diag and exc.diag.message_primary else str(exc)).strip()
+    if isinstance(exc, psycopg.errors.ProgramLimitExceeded | psycopg.DataError):
+        return ValidationError(f"the database refused a value: {text}")
+    if isinstance(exc, psycopg.errors.UniqueViolation):
+        return ConflictError(f"the database refused a duplicate: {text}")
+    return StoreError(f"database error: {text}")
 
 
 def sql(text: str) -> str:
@@ -49,12 +67,16 @@ def sql(text: str) -> str:
     return text.replace("%", "%%").replace("?", "%s")
 
 
-def _connect_setup(conn: psycopg.Connection[Any]) -> None:
-    conn.execute("SET TIME ZONE 'UTC'")
-    conn.execute("SET hnsw.iterative_scan = strict_order")  # a project filter still yields k rows
-    conn.execute("SET lock_timeout = '30s'")  # a lock held that long is a stuck node: roll back, retry
-    register_vector(conn)
-    conn.commit()
+def _setup(lock_timeout: float) -> Any:
+    def setup(conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SET TIME ZONE 'UTC'")
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")  # a project filter still yields k rows
+        # a lock held that long is a stuck node: roll back, and the writer retries until its deadline
+        conn.execute(f"SET lock_timeout = '{max(1, int(lock_timeout * 1000))}ms'")
+        register_vector(conn)
+        conn.commit()
+
+    return setup
 
 
 class Tx:
@@ -66,17 +88,30 @@ class Tx:
         self.vectors: dict[str, np.ndarray] = {}  # by content hash: what this unit's versions are indexed by
         self.current = Current(self)
         self.done = False
+        self.projects: dict[int, str] = {}  # memory id -> project, of every version read or written
+        self.ids_locked = False
 
     def run(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """A statement in this transaction (`?` placeholders); its rows, if it returns any."""
+        if self.done:
+            raise StoreError("this unit's database transaction has ended")
         try:
             cur = self.conn.execute(sql(text), list(params))  # type: ignore[arg-type]
+            return cur.fetchall() if cur.description is not None else []
         except _RETRY as exc:
             self.end(commit=False)
             raise RetryConflict(str(exc)) from exc
-        return cur.fetchall() if cur.description is not None else []
+        except psycopg.Error as exc:  # the transaction is aborted: end it here, never run on in it
+            self.end(commit=False)
+            raise database_error(exc) from exc
+
+    def seen(self, versions: Sequence[MemoryVersion]) -> None:
+        self.projects.update((v.id, v.project) for v in versions)
 
     def allocate_id(self) -> int:
+        if not self.ids_locked:  # an import bringing its own ids waits for units holding new ones
+            self.run("SELECT pg_advisory_xact_lock_shared(?)", [_IDS_LOCK])
+            self.ids_locked = True
         nid = int(self.run("SELECT nextval('memory_ids')")[0][0])
         if nid > MAX_ID:
             raise StoreError(f"the id space is used up: ids go up to 2**53, and {nid - 1} is taken")
@@ -101,14 +136,16 @@ class PgStore(StoreOfRecord):
 
     shared = True
 
-    def __init__(self, url: str, *, model: str, dim: int, pool_size: int = 8) -> None:
+    def __init__(
+        self, url: str, *, model: str, dim: int, pool_size: int = 8, lock_timeout: float = LOCK_TIMEOUT
+    ) -> None:
         self.url = url
         self.model = model
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=30) as conn:
                 self.schema_version = schema.migrate(conn, dim, model)  # before the pool: it makes `vector`
             self.pool = ConnectionPool(
-                url, min_size=1, max_size=pool_size, configure=_connect_setup, open=True, timeout=30
+                url, min_size=1, max_size=pool_size, configure=_setup(lock_timeout), open=True, timeout=30
             )
         except psycopg.Error as exc:
             raise StoreError(f"cannot use the database: {exc}") from exc
@@ -148,10 +185,15 @@ class PgStore(StoreOfRecord):
         tx = session if isinstance(session, Tx) else Tx(self)
         try:
             yield tx
+            if tx.done:
+                raise StoreError("this unit's database transaction has ended")
             tx.conn.commit()
         except _RETRY as exc:
             tx.end(commit=False)
             raise RetryConflict(str(exc)) from exc
+        except psycopg.Error as exc:
+            tx.end(commit=False)
+            raise database_error(exc) from exc
         except BaseException:
             tx.end(commit=False)
             raise
@@ -159,6 +201,16 @@ class PgStore(StoreOfRecord):
 
     def allocate_id(self) -> int:
         return int(self.scalar("SELECT nextval('memory_ids')"))
+
+    def claim_ids(self, session: Any, ids: Sequence[int]) -> int:
+        """Before an import writes versions with ids of their own: waits for every unit holding new
+        ids to end, moves the id sequence past `ids` (new ids never meet them), and returns how
+        many of them are in use (in any project), all in the import's transaction."""
+        tx: Tx = session
+        tx.run("SELECT pg_advisory_xact_lock(?)", [_IDS_LOCK])
+        tx.ids_locked = True
+        tx.run("SELECT setval('memory_ids', greatest(?, (SELECT last_value FROM memory_ids)))", [max(1, max(ids))])
+        return int(tx.run("SELECT count(*) FROM memories WHERE id = ANY(?::bigint[])", [list(ids)])[0][0])
 
     def reserve_ids_through(self, max_id: int) -> None:
         self._rows(
@@ -194,6 +246,7 @@ class PgStore(StoreOfRecord):
         if not versions:
             return
         rows = [version_row(v, sha256(identity(v.content)), _slot(v)) for v in versions]
+        tx.seen(versions)
         with tx.conn.cursor() as cur:
             cur.executemany(_INSERT, rows)
         pairs = {(v.project, v.content_hash) for v in versions if v.content_hash in tx.vectors}
@@ -210,81 +263,136 @@ class PgStore(StoreOfRecord):
                 )
 
     def apply_updates(
-        self, conn: Any, updates: dict[int, dict[str, Any]], was_current: AbstractSet[int] = frozenset()
+        self, conn: Any, updates: dict[int, dict[str, Any]], read: Mapping[int, tuple[str, str, bool]] = NO_READS
     ) -> None:
-        """Each update in one statement; one made on a version the unit read as current holds only
-        if it still is (a unit reading outside the locks, e.g. a sweep, may have raced another node)."""
+        """Each update in one statement, which holds only if the version is still as the unit read
+        it (status, is_latest): a unit reading outside the locks (a sweep, a restore) may have raced
+        another node, whose change is then never overwritten (the batch runs again)."""
         tx: Tx = conn
         for memory_id, fields in updates.items():
             sets = ", ".join(f"{name} = ?" for name in fields)
-            guard = f" AND {schema.CURRENT}" if memory_id in was_current else ""
+            project, status, latest = read[memory_id]
             changed = tx.run(
-                f"UPDATE memories SET {sets} WHERE id = ?{guard} RETURNING id", [*fields.values(), memory_id]
+                f"UPDATE memories SET {sets} WHERE project = ? AND id = ? AND status = ? AND is_latest = ? "
+                "RETURNING id",
+                [*fields.values(), project, memory_id, status, latest],
             )
-            if guard and not changed:
+            if not changed:
                 tx.end(commit=False)
                 raise RetryConflict(f"memory {memory_id} was changed by another node meanwhile")
+            tx.projects[memory_id] = project
 
-    def erase(self, conn: Any, ids: Sequence[int], hashes: Sequence[str], fields: dict[str, Any]) -> None:
+    def erase(
+        self,
+        conn: Any,
+        ids: Sequence[int],
+        hashes: Sequence[str],
+        fields: dict[str, Any],
+        *,
+        lineages: Sequence[tuple[str, int]] = (),
+        known: AbstractSet[int] = frozenset(),
+    ) -> None:
         """Blank erased versions (their search document and vector too), and drop their stored
-        vectors unless a surviving version of the project has the very same text."""
+        vectors unless a surviving version of the project has the very same text.
+
+        First every version of their lineages is locked; one the delete did not read (another
+        node superseded a version meanwhile) refuses the commit, and the delete runs again. The
+        versions of those lineages that are not current lose their search documents too: they
+        held words of older versions."""
         tx: Tx = conn
-        sets = ", ".join(f"{name} = ?" for name in fields)
-        tx.run(
-            f"UPDATE memories SET {sets}, doc = NULL, embedding = NULL WHERE id = ANY(?::bigint[])",
-            [*fields.values(), list(ids)],
-        )
-        tx.run(
-            "DELETE FROM embeddings e WHERE e.content_hash = ANY(?::text[]) AND NOT EXISTS (SELECT 1 FROM memories m "
-            "WHERE m.project = e.project AND m.content_hash = e.content_hash AND m.status <> 'deleted')",
-            [list(hashes)],
-        )
+        for project in sorted({p for p, _ in lineages}):
+            mine = [lid for p, lid in lineages if p == project]
+            tx.run("SELECT id FROM memories WHERE project = ? AND lineage_id = ANY(?::bigint[]) FOR UPDATE",
+                   [project, mine])  # fmt: skip
+            now = tx.run(  # a new statement: it sees versions committed while it waited for the locks
+                "SELECT id FROM memories WHERE project = ? AND lineage_id = ANY(?::bigint[]) AND status <> 'deleted'",
+                [project, mine],
+            )
+            added = sorted({int(r[0]) for r in now} - set(known))
+            if added:
+                tx.end(commit=False)
+                raise RetryConflict(
+                    f"memories {added[:5]} were added to the deleted lineages by another node meanwhile"
+                )
+            sets = ", ".join(f"{name} = ?" for name in fields)
+            tx.run(
+                f"UPDATE memories SET {sets}, doc = NULL, embedding = NULL WHERE project = ? AND id = ANY(?::bigint[])",
+                [*fields.values(), project, list(ids)],
+            )
+            tx.run(
+                f"UPDATE memories SET doc = NULL WHERE project = ? AND lineage_id = ANY(?::bigint[]) "
+                f"AND doc IS NOT NULL AND NOT ({schema.CURRENT})",
+                [project, mine],
+            )
+            tx.run(
+                "DELETE FROM embeddings e WHERE e.project = ? AND e.content_hash = ANY(?::text[]) AND NOT EXISTS "
+                "(SELECT 1 FROM memories m WHERE m.project = ? AND m.content_hash = e.content_hash "
+                "AND m.status <> 'deleted')",
+                [project, list(hashes), project],
+            )
 
     def add_links(self, conn: Any, links: Sequence[Link]) -> None:
         """Each link in its source's project (a link never joins two projects)."""
         tx: Tx = conn
-        if not links:
-            return
-        tx.run(
-            "INSERT INTO links (project, src_id, dst_id, kind, created_at) "
-            "SELECT m.project, l.src, l.dst, l.kind, l.at FROM unnest(?::bigint[], ?::bigint[], ?::text[], "
-            "?::timestamptz[]) AS l(src, dst, kind, at) JOIN memories m ON m.id = l.src",
-            [[x.src_id for x in links], [x.dst_id for x in links], [x.kind for x in links],
-             [x.created_at for x in links]],
-        )  # fmt: skip
+        unknown = sorted({x.src_id for x in links} - set(tx.projects))
+        if unknown:  # sources this unit did not read or write (not one of agentmem's own paths)
+            tx.seen(list(self.get_many(unknown).values()))
+        rows = [
+            (tx.projects[x.src_id], x.src_id, x.dst_id, x.kind, x.created_at) for x in links if x.src_id in tx.projects
+        ]
+        if rows:
+            with tx.conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO links (project, src_id, dst_id, kind, created_at) VALUES (%s, %s, %s, %s, %s)", rows
+                )
 
     def enqueue(self, conn: Any, ops: Sequence[tuple[OutboxOp, int]], at: datetime) -> int:
         """What the embedded engine hands its indexes, done in the transaction: each version this
-        unit made current gets its search document (`documents.doc_text`) and its vector."""
+        unit made current gets its search document (`documents.doc_text`) and its vector; each it
+        took out of the current ones loses its search document (only current versions are
+        searched, and a document holds words of older versions, which a delete may erase)."""
         tx: Tx = conn
         upserts = sorted({i for op, i in ops if op == "upsert"})
-        if not upserts:
-            return 0
+        left = sorted({i for op, i in ops if op == "delete"} - set(upserts))
+        projects = self._projects(tx, [*upserts, *left])
+        for project in sorted(set(projects.values())):
+            gone = [i for i in left if projects.get(i) == project]
+            if gone:
+                tx.run(f"UPDATE memories SET doc = NULL WHERE project = ? AND id = ANY(?::bigint[]) "
+                       f"AND NOT ({schema.CURRENT})", [project, gone])  # fmt: skip
+            mine = [i for i in upserts if projects.get(i) == project]
+            if mine:
+                self._index(tx, project, mine)
+        return 0
+
+    def _projects(self, tx: Tx, ids: Sequence[int]) -> dict[int, str]:
+        unknown = [i for i in ids if i not in tx.projects]
+        if unknown:  # e.g. a delete's surviving versions, which it read outside the unit
+            tx.seen(list(self.get_many(unknown).values()))
+        return {i: tx.projects[i] for i in ids if i in tx.projects}
+
+    def _index(self, tx: Tx, project: str, ids: list[int]) -> None:
         rows = tx.run(
-            "SELECT m.project, m.id, m.title, m.content, m.content_hash, m.embedding IS NULL, "
+            "SELECT m.id, m.title, m.content, m.content_hash, m.embedding IS NULL, "
             "(SELECT array_agg(o.content ORDER BY o.version) FROM memories o WHERE o.project = m.project "
             "AND o.lineage_id = m.lineage_id AND o.status = 'superseded') "
-            f"FROM memories m WHERE m.id = ANY(?::bigint[]) AND {schema.M_CURRENT}",
-            [upserts],
+            f"FROM memories m WHERE m.project = ? AND m.id = ANY(?::bigint[]) AND {schema.M_CURRENT}",
+            [project, ids],
         )
-        with tx.conn.cursor() as cur:
-            for project, memory_id, title, content, content_hash, no_vector, history in rows:
-                doc = doc_text(title, content, history)
-                vector = tx.vectors.get(content_hash)
-                if vector is not None or not no_vector:
-                    cur.execute(
-                        "UPDATE memories SET doc = %s, embedding = coalesce(%s, embedding) "
-                        "WHERE project = %s AND id = %s",
-                        [doc, vector, project, memory_id],
-                    )
-                else:  # a vector stored before (in this project, or another with the same text)
-                    cur.execute(
-                        "UPDATE memories SET doc = %s, embedding = (SELECT e.vector::vector FROM embeddings e "
-                        "WHERE e.content_hash = %s AND e.model = %s ORDER BY e.project = %s DESC LIMIT 1) "
-                        "WHERE project = %s AND id = %s",
-                        [doc, content_hash, self.model, project, project, memory_id],
-                    )
-        return 0
+        for memory_id, title, content, content_hash, no_vector, history in rows:
+            doc = doc_text(title, content, history)
+            vector = tx.vectors.get(content_hash)
+            if vector is not None or not no_vector:
+                tx.run(
+                    "UPDATE memories SET doc = ?, embedding = coalesce(?, embedding) WHERE project = ? AND id = ?",
+                    [doc, vector, project, memory_id],
+                )
+            else:  # a vector this project stored before for the same text
+                tx.run(
+                    "UPDATE memories SET doc = ?, embedding = (SELECT e.vector::vector FROM embeddings e "
+                    "WHERE e.project = ? AND e.content_hash = ? AND e.model = ?) WHERE project = ? AND id = ?",
+                    [doc, project, content_hash, self.model, project, memory_id],
+                )
 
     def add_accesses(self, conn: Any, counts: dict[int, int], at: datetime) -> None:
         tx: Tx = conn
@@ -375,15 +483,21 @@ class PgStore(StoreOfRecord):
         )
         return [to_version(r[:-1]) for r in rows]
 
-    def vectors(self, hashes: Sequence[str], model: str) -> dict[str, np.ndarray]:
+    def vectors(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> dict[str, np.ndarray]:
+        """Stored vectors by content hash: `project`'s (where embeddings are kept), or any project's."""
         if not hashes:
             return {}
+        mine = " AND project = ?" if project is not None else ""
         rows = self._rows(
             "SELECT DISTINCT ON (content_hash) content_hash, vector FROM embeddings WHERE model = ? "
-            "AND content_hash = ANY(?::text[])",
-            [model, list(dict.fromkeys(hashes))],
+            f"AND content_hash = ANY(?::text[]){mine}",
+            [model, list(dict.fromkeys(hashes)), *([project] if project is not None else [])],
         )
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def embedded(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> set[str]:
+        """Which of these content hashes have a stored vector in `project` (or in any project)."""
+        return set(self.vectors(hashes, model, project=project))
 
     def cache_reply(self, prompt_hash: str, model: str, reply: str, at: datetime) -> None:
         self._rows(
@@ -392,7 +506,7 @@ class PgStore(StoreOfRecord):
 
 
 def _slot(v: MemoryVersion) -> str | None:
-    return slot_of(v.triple.subject, v.triple.predicate) if v.triple else None
+    return slot_key(slot_of(v.triple.subject, v.triple.predicate)) if v.triple else None
 
 
 def _regex_escape(text: str) -> str:

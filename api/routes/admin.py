@@ -12,6 +12,7 @@ from litestar.datastructures import State
 from litestar.params import FromQuery, JSONBody
 
 from agentmem import Memory, Stats
+from agentmem.records import Reembedding
 from api.auth import require_whole_service
 from api.deps import Mem, Who
 from api.schemas import RebuildRequest, RebuildStatus
@@ -30,6 +31,7 @@ class Readiness(msgspec.Struct, frozen=True, kw_only=True):
     index_stale: bool
     rebuild: str
     degraded: list[str] = []  # serving, but without something (e.g. vector search while the model is down)
+    reembedding: Reembedding | None = None  # a change of model under way (the old model serves meanwhile)
 
 
 @get("/health", summary="Liveness (no token needed)", security=[], sync_to_thread=False)
@@ -46,7 +48,7 @@ async def ready(state: State) -> Response[Readiness]:
     stale = mem.index_stale
     body = Readiness(
         ready=startup.is_ready and lag == 0 and not stale, state=startup.state, outbox_lag=lag,
-        index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded,
+        index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded, reembedding=mem.engine.reembedding,
     )
     return Response(body, status_code=200 if body.ready else 503)
 

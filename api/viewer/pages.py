@@ -183,6 +183,9 @@ def why(reason: str | None, similarity: float | None, key: str | None, triple: T
         text = "a newer memory says it moved on (a new value, or the old one dropped)"
     elif reason == "new answer":
         text = "a newer memory answers the same question otherwise"
+    elif reason and reason.startswith("model ") and ": " in reason:  # agentmem.adjudicate's rulings
+        ruling, _, said = reason.removeprefix("model ").partition(": ")
+        text = f"a model ruled the newer memory {'an' if ruling[:1] in 'aeiou' else 'a'} {ruling}: {said}"
     else:
         text = reason or "replaced"
     return text if similarity is None else f"{text} (similarity {similarity:.3f})"

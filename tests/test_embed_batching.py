@@ -1,0 +1,93 @@
+"""Micro-batching of embeddings: concurrent callers share forward passes, each gets its own rows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from agentmem import Memory
+from indexes.embed import EmbedBatcher, QueryCache
+from tests.fakes import FakeEmbedder
+
+
+class Slow(FakeEmbedder):
+    """A fake whose forward pass takes a while and records its batch sizes and overlap."""
+
+    def __init__(self, delay: float = 0.05) -> None:
+        super().__init__()
+        self.delay = delay
+        self.sizes: list[int] = []
+        self.running = 0
+        self.most_at_once = 0
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+            self.sizes.append(len(texts))
+        try:
+            time.sleep(self.delay)
+            return super().embed(texts)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+@pytest.mark.parametrize("runners", [1, 2])
+def test_concurrent_callers_share_passes_and_get_their_own_vectors(runners: int) -> None:
+    model = Slow()
+    batcher = EmbedBatcher(model, max_texts=32, runners=runners)
+    texts = [f"question number {i} about the {i % 7} service" for i in range(48)]
+    with ThreadPoolExecutor(16) as pool:
+        got = list(pool.map(lambda t: batcher.embed([t])[0], texts))
+    assert np.allclose(np.stack(got), FakeEmbedder().embed(texts), atol=1e-6)
+    assert sum(model.sizes) == 48 and batcher.calls == len(model.sizes) < 48  # shared passes
+    assert max(model.sizes) <= 32 and model.most_at_once <= runners
+    if runners == 2:
+        assert model.most_at_once == 2  # both cores busy under load
+
+
+def test_a_failing_pass_fails_only_its_own_callers() -> None:
+    class Flaky(Slow):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            if any("poison" in t for t in texts):
+                raise RuntimeError("model fell over")
+            return super().embed(texts)
+
+    batcher = EmbedBatcher(Flaky(), runners=2)
+    with pytest.raises(RuntimeError, match="fell over"):
+        batcher.embed(["poison pill"])
+    assert batcher.embed(["fine text"]).shape == (1, 64)
+
+
+class CachedSlow(Slow, QueryCache):
+    """The slow fake with the real models' query cache."""
+
+    def __init__(self) -> None:
+        Slow.__init__(self, delay=0.02)
+        QueryCache.__init__(self, 64)
+
+
+def test_recall_queries_are_batched_and_cached(data_dir, clock) -> None:  # type: ignore[no-untyped-def]
+    model = CachedSlow()
+    with Memory(data_dir, embedder=model, clock=clock) as mem:
+        for i in range(20):
+            mem.remember(f"Service {i} runs on host {i * 3}", project="p")
+        before = len(model.sizes)
+        queries = [f"which host runs service {i}?" for i in range(20)]
+        with ThreadPoolExecutor(10) as pool:
+            answers = list(pool.map(lambda q: mem.recall(q, project="p", k=1), queries))
+        passes = model.sizes[before:]
+        assert sum(passes) == 20 and len(passes) < 20  # batched
+        assert all(answers)
+        for q in queries:  # each query kept its own vector (now cached)
+            assert np.allclose(model.cached(q), FakeEmbedder().embed([q])[0], atol=1e-6)
+        again = len(model.sizes)
+        mem.recall(queries[3], project="p", k=1)
+        assert len(model.sizes) == again  # a repeated query comes from the cache
