@@ -13,6 +13,8 @@ from agentmem import Config, Memory, NewMemory, ValidationError
 from agentmem.slots import claims, query_words, same_slot
 from fakes import FakeEmbedder
 
+BACKENDS = ("duckdb", "postgres")  # the behaviour suite runs on both
+
 P = "me"
 AUGUST = datetime(2023, 8, 16, tzinfo=UTC)
 OCTOBER = datetime(2023, 10, 9, tzinfo=UTC)
