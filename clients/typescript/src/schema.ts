@@ -1037,6 +1037,7 @@ export interface components {
             index_stale: boolean;
             rebuild: string;
             degraded?: string[];
+            reembedding?: components["schemas"]["Reembedding"] | null;
         };
         /** RebuildRequest */
         RebuildRequest: {
@@ -1073,6 +1074,13 @@ export interface components {
             /** @default false */
             include_superseded?: boolean;
             time_range?: components["schemas"]["TimeRange"] | string | null;
+        };
+        /** Reembedding */
+        Reembedding: {
+            model: string;
+            done: number;
+            total: number;
+            error?: string | null;
         };
         /** RememberResult */
         RememberResult: {
