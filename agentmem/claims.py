@@ -1,0 +1,148 @@
+"""Claims, not chunks: each sentence of a conversational turn that states something is a memory of its own.
+
+A turn written with `observe()` (the hooks, `POST /v1/observations`, the MCP `observe` tool) is kept
+whole, as evidence: an observation, never superseded. Each of its sentences that states something
+becomes a *claim* (kind `claim`), derived from the turn (`source_ids` = [turn], a `derived_from`
+link: `Memory.provenance`) and decided like any `remember()`, in the same write unit as the turn:
+created; or reinforcing the same current claim, which then links this turn as more evidence; or
+superseding the claim it replaces, by the rules of `agentmem.supersede`. A turn holds five facts,
+three alive and two dead: its claims say which.
+
+Sentences are split by sentencex (Wikimedia's splitter, already what admission and the slot test
+use; `agentmem.admission.extract.sentences`: one line at a time, list markers and fillers dropped,
+a fenced block kept whole). A sentence *states something* when
+
+- it is no question ("?") and no remark about the talk itself: a request or a courtesy ("can you",
+  "please", "thanks", "let me check", "here is"), or something hypothetical or intended ("if",
+  "maybe", "I'm thinking of", "I want to"): `agentmem.admission.policy.remark`. A rule must never
+  retire a fact because someone wondered aloud about another;
+- the admission screens pass: no secret, command, path, generated output or code;
+- it has at least `ClaimRules.min_words` content words (`supersede.words`, stopwords out), and at
+  most `max_words` (longer is pasted material, not a statement).
+
+At most `max_per_turn` claims are taken from one turn (the first ones), so a pasted document costs
+a bounded number of embeddings and rule checks.
+
+Recall ranks claims and turns together, then rolls them up (`roll_up`) so that a reply reads
+naturally: a claim hit carries the turn it was stated in (`Hit.stated_in`), and the turn's own hit
+goes (the claim takes the better of the two places). A turn whose sentence that best answers the
+query is a superseded claim is older news: it is marked `older_than` the claim that replaced it and
+ranked under the other hits; asked with history, the superseded claim itself comes back with its
+death record (by whom, when, why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import msgspec
+
+from agentmem.admission.extract import sentences
+from agentmem.admission.policy import remark, screen
+from agentmem.config import ClaimRules
+from agentmem.records import Hit, MemoryVersion, NewMemory
+from agentmem.supersede import words
+
+CLAIM = "claim"  # the kind of a turn's sentence kept as its own memory
+TURN = "observation"  # the kind of a turn whose sentences become claims
+
+
+def states_something(sentence: str, rules: ClaimRules) -> bool:
+    """Whether a sentence of a turn states something (the rules of the module docstring)."""
+    if sentence.rstrip().endswith("?") or remark(sentence) is not None or screen(sentence) is not None:
+        return False
+    n = len(words(sentence).words)
+    return rules.min_words <= n and len(sentence.split()) <= rules.max_words
+
+
+def of_turn(text: str, rules: ClaimRules) -> list[str]:
+    """The sentences of a turn that become claims, in order, each once."""
+    found = [s for s in dict.fromkeys(sentences(text)) if states_something(s, rules)]
+    return found[: rules.max_per_turn]
+
+
+def claim_of(turn: MemoryVersion, sentence: str) -> NewMemory:
+    """The claim a sentence of `turn` makes: in the turn's project, session and time, derived from it."""
+    return NewMemory(
+        content=sentence,
+        project=turn.project,
+        kind=CLAIM,
+        tier="semantic",
+        agent=turn.agent,
+        session=turn.session,
+        source=turn.source,
+        source_ref=turn.source_ref,
+        source_ids=[turn.id],
+        salience=turn.salience,
+        valid_from=turn.valid_from,
+        expires_at=turn.expires_at,
+    )
+
+
+def turn_of(m: MemoryVersion) -> int | None:
+    """The id of the turn a claim was stated in (None for any other memory)."""
+    return m.source_ids[0] if m.kind == CLAIM and m.source_ids else None
+
+
+def roll_up(
+    hits: Sequence[Hit],
+    query_words: frozenset[str],
+    turns: Mapping[int, MemoryVersion],
+    claims_of: Callable[[list[int]], Mapping[int, list[MemoryVersion]]],
+    *,
+    sink: bool = True,
+) -> list[Hit]:
+    """`hits` (best first) with claims and their turns read together (see the module docstring).
+
+    `turns`: the turns of the claim hits, by id (current or not); `claims_of(turn ids)`: by turn,
+    the claims derived from it (stated in it, or reinforced by it), whatever their status.
+    """
+    hits = list(hits)
+    place = {h.memory.id: i for i, h in enumerate(hits)}
+    claim_place: dict[int, int] = {}  # turn id -> the best place of a current claim of it among the hits
+    for i, h in enumerate(hits):
+        t = turn_of(h.memory)
+        if t is not None and h.memory.status == "active":
+            claim_place.setdefault(t, i)
+    ranked: list[tuple[int, Hit]] = []
+    for i, h in enumerate(hits):
+        t = turn_of(h.memory)
+        if t is not None:
+            at = min(i, place.get(t, i)) if claim_place.get(t) == i else i
+            ranked.append((at, msgspec.structs.replace(h, stated_in=turns.get(t))))
+        elif h.memory.id not in claim_place:
+            ranked.append((i, h))  # a turn rolled into its claim's hit is left out
+    ranked.sort(key=lambda ih: ih[0])
+    out = [h for _, h in ranked]
+    open_turns = [h.memory.id for h in out if h.memory.kind == TURN and h.older_than is None]
+    if not open_turns or not query_words:
+        return out
+    by_turn = claims_of(open_turns)
+    kept: list[Hit] = []
+    older: list[Hit] = []
+    for h in out:
+        dead = _answered_by_dead_claim(by_turn.get(h.memory.id, []), query_words)
+        if dead is None:
+            kept.append(h)
+            continue
+        h = msgspec.structs.replace(h, older_than=dead.superseded_by)
+        (older if sink else kept).append(h)
+    return kept + older
+
+
+def _answered_by_dead_claim(claims: list[MemoryVersion], query_words: frozenset[str]) -> MemoryVersion | None:
+    """The superseded claim that best answers the query among a turn's claims, if the best one is
+    superseded: the turn's answer to this query is older news. None when a current claim answers
+    as well, or no claim shares a query word."""
+    best: list[MemoryVersion] = []
+    top = 0
+    for c in claims:
+        n = len(query_words & set(words(c.content).words))
+        if n > top:
+            best, top = [c], n
+        elif n == top and n:
+            best.append(c)
+    if not top or any(c.status == "active" for c in best):
+        return None
+    dead = [c for c in best if c.status == "superseded" and c.superseded_by is not None]
+    return dead[0] if dead else None
