@@ -24,8 +24,10 @@ At most `max_per_turn` claims are taken from one turn (the first ones), so a pas
 a bounded number of embeddings and rule checks.
 
 Recall ranks claims and turns together, then rolls them up (`roll_up`) so that a reply reads
-naturally: a claim hit carries the turn it was stated in (`Hit.stated_in`), and the turn's own hit
-goes (the claim takes the better of the two places). A turn whose sentence that best answers the
+naturally, one hit per turn: the best-ranked of a turn and its claims stands for them all, in its
+place. A claim that ranks above its turn is shown as the claim, carrying the turn it was said in
+(`Hit.stated_in`); a turn that ranks above its claims is shown whole (the claims say nothing it does
+not). The slot test at recall (`agentmem.slots`) reads a claim hit with its whole turn. A turn whose sentence that best answers the
 query is a superseded claim is older news: it is marked `older_than` the claim that replaced it and
 ranked under the other hits; asked with history, the superseded claim itself comes back with its
 death record (by whom, when, why).
@@ -92,28 +94,22 @@ def roll_up(
     *,
     sink: bool = True,
 ) -> list[Hit]:
-    """`hits` (best first) with claims and their turns read together (see the module docstring).
+    """`hits` (best first), one per turn: claims and their turns read together (see the module docstring).
 
     `turns`: the turns of the claim hits, by id (current or not); `claims_of(turn ids)`: by turn,
     the claims derived from it (stated in it, or reinforced by it), whatever their status.
     """
-    hits = list(hits)
-    place = {h.memory.id: i for i, h in enumerate(hits)}
-    claim_place: dict[int, int] = {}  # turn id -> the best place of a current claim of it among the hits
-    for i, h in enumerate(hits):
+    seen: set[int] = set()  # turns stood for already, by their best-ranked member (the turn or a claim of it)
+    out: list[Hit] = []
+    for h in hits:
         t = turn_of(h.memory)
-        if t is not None and h.memory.status == "active":
-            claim_place.setdefault(t, i)
-    ranked: list[tuple[int, Hit]] = []
-    for i, h in enumerate(hits):
-        t = turn_of(h.memory)
-        if t is not None:
-            at = min(i, place.get(t, i)) if claim_place.get(t) == i else i
-            ranked.append((at, msgspec.structs.replace(h, stated_in=turns.get(t))))
-        elif h.memory.id not in claim_place:
-            ranked.append((i, h))  # a turn rolled into its claim's hit is left out
-    ranked.sort(key=lambda ih: ih[0])
-    out = [h for _, h in ranked]
+        if t is None and h.memory.kind == TURN:
+            t = h.memory.id
+        if t is None:
+            out.append(h)
+        elif t not in seen:
+            seen.add(t)
+            out.append(msgspec.structs.replace(h, stated_in=turns.get(t)) if h.memory.id != t else h)
     open_turns = [h.memory.id for h in out if h.memory.kind == TURN and h.older_than is None]
     if not open_turns or not query_words:
         return out
