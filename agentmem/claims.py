@@ -20,14 +20,18 @@ a fenced block kept whole). A sentence *states something* when
 - it has at least `ClaimRules.min_words` content words (`supersede.words`, stopwords out), and at
   most `max_words` (longer is pasted material, not a statement).
 
-At most `max_per_turn` claims are taken from one turn (the first ones), so a pasted document costs
+Only what someone said becomes claims: an observation with a title (the hooks put the tool's name
+there: "Used Edit: ...") records what a tool did, and is kept whole only; a leading speaker label
+("User asked: ...", the hook recipe's prompt) is left out of the claim. At most `max_per_turn` claims are taken from one turn (the first ones), so a pasted document costs
 a bounded number of embeddings and rule checks.
 
 Recall ranks claims and turns together, then rolls them up (`roll_up`) so that a reply reads
 naturally, one hit per turn: the best-ranked of a turn and its claims stands for them all, in its
 place. A claim that ranks above its turn is shown as the claim, carrying the turn it was said in
 (`Hit.stated_in`); a turn that ranks above its claims is shown whole (the claims say nothing it does
-not). The slot test at recall (`agentmem.slots`) reads a claim hit with its whole turn. A turn whose sentence that best answers the
+not). The slot test at recall (`agentmem.slots`) reads a claim by its own sentence:
+read with its whole turn, a live claim ("the shop API is written in Go") would be marked older for
+a dead sentence beside it ("we deploy it on Fly.io"). A turn whose sentence that best answers the
 query is a superseded claim is older news: it is marked `older_than` the claim that replaced it and
 ranked under the other hits; asked with history, the superseded claim itself comes back with its
 death record (by whom, when, why).
@@ -35,6 +39,7 @@ death record (by whom, when, why).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
@@ -49,6 +54,16 @@ CLAIM = "claim"  # the kind of a turn's sentence kept as its own memory
 TURN = "observation"  # the kind of a turn whose sentences become claims
 
 
+# A speaker label says who spoke, not what: the hook recipe logs a prompt as "User asked: ...".
+_SPEAKER = re.compile(r"(?i)^(?:(?:the\s+)?(?:user|assistant|human|customer|agent)\s+(?:asked|said|wrote|says)|user|human|me)\s*:\s*")
+
+
+def is_turn(m: NewMemory) -> bool:
+    """Whether an observation is something said (a turn), whose sentences become claims; a tool's
+    observation (the hooks name the tool in its title: "Used Edit: ...") is what a tool did."""
+    return m.kind == TURN and m.title is None
+
+
 def states_something(sentence: str, rules: ClaimRules) -> bool:
     """Whether a sentence of a turn states something (the rules of the module docstring)."""
     if sentence.rstrip().endswith("?") or remark(sentence) is not None or screen(sentence) is not None:
@@ -59,7 +74,8 @@ def states_something(sentence: str, rules: ClaimRules) -> bool:
 
 def of_turn(text: str, rules: ClaimRules) -> list[str]:
     """The sentences of a turn that become claims, in order, each once."""
-    found = [s for s in dict.fromkeys(sentences(text)) if states_something(s, rules)]
+    said = (_SPEAKER.sub("", s, count=1) for s in sentences(text))
+    found = [s for s in dict.fromkeys(said) if s and states_something(s, rules)]
     return found[: rules.max_per_turn]
 
 

@@ -39,7 +39,7 @@ class ClaimRules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     keeps turns whole only, as before claims."""
 
     enabled: bool = True
-    min_words: int = 3
+    min_words: int = 2
     max_words: int = 60
     max_per_turn: int = 12
 

@@ -126,11 +126,6 @@ def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -
     return _same(_best(older, query), _best(newer, query), query, query_words)
 
 
-def _text(h: Hit) -> str:
-    """What a hit says: a claim is read with the whole turn it was said in (agentmem.claims)."""
-    return h.stated_in.content if h.stated_in is not None else h.memory.content
-
-
 def newer_first(
     hits: Sequence[Hit], query: str, *, window: int, query_words_needed: int, sink: bool = True
 ) -> list[Hit]:
@@ -146,7 +141,7 @@ def newer_first(
 
     timeless = [h.memory.kind in TIMELESS for h in head]
     slots = [question_slot(h.memory.content) for h in head]
-    best = [_best(_text(h), q) for h in head]
+    best = [_best(h.memory.content, q) for h in head]
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
         if timeless[i] or (slots[i] is None and not best[i]):

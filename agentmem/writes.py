@@ -129,6 +129,9 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
         own = indexed.get(m.id) if own is None else own
         if m.id not in cosines and own is not None:
             cosines[m.id] = float(np.dot(vector, own))
+    if new.kind == claims.CLAIM:  # a claim meets claims only: what was said never replaces a curated memory
+        candidates = [m for m in candidates if m.kind == claims.CLAIM]
+        exact = exact if exact is not None and exact.kind == claims.CLAIM else None
     return decide(
         kind=new.kind,
         content=new.content,
@@ -202,7 +205,7 @@ def observe(engine: Engine, items: Sequence[NewMemory], *, actor: str = "local")
             raise ValidationError(f"observation {n}: kind must be observation or event, not {new.kind!r}")
         checked.append(new)
     rules = engine.config.claims
-    said = [claims.of_turn(m.content, rules) if rules.enabled and m.kind == claims.TURN else [] for m in checked]
+    said = [claims.of_turn(m.content, rules) if rules.enabled and claims.is_turn(m) else [] for m in checked]
     hashes = [sha256(m.content) for m in checked]
     texts = dict(zip(hashes, (m.content for m in checked), strict=True))
     texts.update((sha256(s), s) for sentences in said for s in sentences)
