@@ -8,22 +8,31 @@ created; or reinforcing the same current claim, which then links this turn as mo
 superseding the claim it replaces, by the rules of `agentmem.supersede`. A turn holds five facts,
 three alive and two dead: its claims say which.
 
-Sentences are split by sentencex (Wikimedia's splitter, already what admission and the slot test
-use; `agentmem.admission.extract.sentences`: one line at a time, list markers and fillers dropped,
-a fenced block kept whole). A sentence *states something* when
+Sentences are split by sentencex (Wikimedia's rule-based splitter: no model, no data download, one
+small pure-Python package; it knows abbreviations like "Dr." and "e.g."), through
+`agentmem.admission.extract.sentences`: one line at a time (a chat line or a list item ends a
+sentence), list markers and fillers dropped, a fenced block kept whole. It is what admission and the
+recall-time slot test already use, so a sentence is the same sentence everywhere; and it is kept
+(1.0.32, 2026). Also looked at: pysbd (rule-based too; last release 0.3.4, 2021), nltk punkt (a
+large dependency, and its model is a data download at run time), blingfire (a native library;
+last release 2021) and syntok (pure Python; last release 2022): each would be a second splitter
+for no gain. A sentence *states something* when
 
 - it is no question ("?") and no remark about the talk itself: a request or a courtesy ("can you",
   "please", "thanks", "let me check", "here is"), or something hypothetical or intended ("if",
   "maybe", "I'm thinking of", "I want to"): `agentmem.admission.policy.remark`. A rule must never
   retire a fact because someone wondered aloud about another;
 - the admission screens pass: no secret, command, path, generated output or code;
-- it has at least `ClaimRules.min_words` content words (`supersede.words`, stopwords out), and at
-  most `max_words` (longer is pasted material, not a statement).
+- it has at least `ClaimRules.min_words` content words (`supersede.words`, stopwords out: two, as a
+  change is often said briefly, "we ship on Fridays now"), and at most `max_words` (longer is pasted
+  material, not a statement).
 
 Only what someone said becomes claims: an observation with a title (the hooks put the tool's name
 there: "Used Edit: ...") records what a tool did, and is kept whole only; a leading speaker label
-("User asked: ...", the hook recipe's prompt) is left out of the claim. At most `max_per_turn` claims are taken from one turn (the first ones), so a pasted document costs
-a bounded number of embeddings and rule checks.
+("User asked: ...", the hook recipe's prompt) is left out of the claim. At most `max_per_turn`
+claims are taken from one turn (the first ones), so a pasted document costs a bounded number of
+embeddings and rule checks. A claim meets claims only (`agentmem.writes`): what was said in passing
+never retires a remembered or consolidated memory; `remember()` may still replace a claim.
 
 Recall ranks claims and turns together, then rolls them up (`roll_up`) so that a reply reads
 naturally, one hit per turn: the best-ranked of a turn and its claims stands for them all, in its
@@ -55,7 +64,9 @@ TURN = "observation"  # the kind of a turn whose sentences become claims
 
 
 # A speaker label says who spoke, not what: the hook recipe logs a prompt as "User asked: ...".
-_SPEAKER = re.compile(r"(?i)^(?:(?:the\s+)?(?:user|assistant|human|customer|agent)\s+(?:asked|said|wrote|says)|user|human|me)\s*:\s*")
+_SPEAKER = re.compile(
+    r"(?i)^(?:(?:the\s+)?(?:user|assistant|human|customer|agent)\s+(?:asked|said|wrote|says)|user|human|me)\s*:\s*"
+)
 
 
 def is_turn(m: NewMemory) -> bool:

@@ -55,9 +55,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import msgspec
+import numpy as np
 
 from agentmem import Memory, NewMemory, claims
 from agentmem.config import ClaimRules, Config
@@ -280,9 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "targets": TARGETS,
         "summary": summarise(per_q),
         "superseded_turns": superseded,
-        "claims": {"rules": msgspec.to_builtins(rules), "turns": len(texts), "claims": int(made),
-                   "split_ms_per_turn": round(1000 * split_seconds / max(1, len(texts)), 3),
-                   "write_ms_per_turn": {p: round(1000 * s / max(1, len(texts)), 2) for p, s in write_seconds.items()}},
+        "claims": {
+            "rules": msgspec.to_builtins(rules),
+            "turns": len(texts),
+            "claims": int(made),
+            "split_ms_per_turn": round(1000 * split_seconds / max(1, len(texts)), 3),
+            "write_ms_per_turn": {p: round(1000 * s / max(1, len(texts)), 2) for p, s in write_seconds.items()},
+        },
         "per_question": per_q,
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine_info(),
@@ -333,7 +336,8 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"(rules {res['claims']['rules']}), {res['superseded_turns']['observe']} of them superseded by a later claim.",
         f"Cost per turn: splitting and choosing sentences {res['claims']['split_ms_per_turn']} ms; the whole write "
         "(embedding from the cache, rules, commit) in ms: "
-        + ", ".join(f"{p} {v}" for p, v in res["claims"]["write_ms_per_turn"].items()) + ".",
+        + ", ".join(f"{p} {v}" for p, v in res["claims"]["write_ms_per_turn"].items())
+        + ".",
         "One question is 100/n points: with n around a dozen, a difference of one question is noise.",
         "",
         f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "
