@@ -31,8 +31,9 @@ Only what someone said becomes claims: an observation with a title (the hooks pu
 there: "Used Edit: ...") records what a tool did, and is kept whole only; a leading speaker label
 ("User asked: ...", the hook recipe's prompt) is left out of the claim. At most `max_per_turn`
 claims are taken from one turn (the first ones), so a pasted document costs a bounded number of
-embeddings and rule checks. A claim meets claims only (`agentmem.writes`): what was said in passing
-never retires a remembered or consolidated memory; `remember()` may still replace a claim.
+embeddings and rule checks. Claims meet claims only (`agentmem.writes`): what was said in passing
+never retires a remembered or consolidated memory, nor is it reinforced or replaced by one (the
+recall-time slot test still puts the newer of the two first).
 
 Recall ranks claims and turns together, then rolls them up (`roll_up`) so that a reply reads
 naturally, one hit per turn: the best-ranked of a turn and its claims stands for them all, in its
@@ -41,9 +42,11 @@ place. A claim that ranks above its turn is shown as the claim, carrying the tur
 not). The slot test at recall (`agentmem.slots`) reads a claim by its own sentence:
 read with its whole turn, a live claim ("the shop API is written in Go") would be marked older for
 a dead sentence beside it ("we deploy it on Fly.io"). A turn whose sentence that best answers the
-query is a superseded claim is older news: it is marked `older_than` the claim that replaced it and
-ranked under the other hits; asked with history, the superseded claim itself comes back with its
-death record (by whom, when, why).
+query is a superseded claim is older news: it is marked `older_than` the hit that stands for the
+claim that replaced it (the claim's id when no hit of the reply does) and ranked under the other
+hits; asked with history, the superseded claim itself comes back with its death record (by whom,
+when, why). When consolidation archives turns into an abstraction, the claims said only in them go
+with them.
 """
 
 from __future__ import annotations
@@ -141,14 +144,16 @@ def roll_up(
     if not open_turns or not query_words:
         return out
     by_turn = claims_of(open_turns)
+    # the hit of this reply that stands for a claim: the claim's own, or its turn's
+    standing = {c.id: t for t in open_turns for c in by_turn.get(t, [])} | {h.memory.id: h.memory.id for h in out}
     kept: list[Hit] = []
     older: list[Hit] = []
     for h in out:
         dead = _answered_by_dead_claim(by_turn.get(h.memory.id, []), query_words)
-        if dead is None:
+        if dead is None or dead.superseded_by is None:
             kept.append(h)
             continue
-        h = msgspec.structs.replace(h, older_than=dead.superseded_by)
+        h = msgspec.structs.replace(h, older_than=standing.get(dead.superseded_by, dead.superseded_by))
         (older if sink else kept).append(h)
     return kept + older
 

@@ -129,9 +129,11 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Dec
         own = indexed.get(m.id) if own is None else own
         if m.id not in cosines and own is not None:
             cosines[m.id] = float(np.dot(vector, own))
-    if new.kind == claims.CLAIM:  # a claim meets claims only: what was said never replaces a curated memory
-        candidates = [m for m in candidates if m.kind == claims.CLAIM]
-        exact = exact if exact is not None and exact.kind == claims.CLAIM else None
+    # Claims meet claims only: what was said in passing never retires (or counts as) a remembered
+    # or consolidated memory, nor the other way round (the slot test orders them at recall).
+    is_claim = new.kind == claims.CLAIM
+    candidates = [m for m in candidates if (m.kind == claims.CLAIM) == is_claim]
+    exact = exact if exact is not None and (exact.kind == claims.CLAIM) == is_claim else None
     return decide(
         kind=new.kind,
         content=new.content,

@@ -150,6 +150,10 @@ def test_claims_never_replace_a_remembered_memory(memory: Memory, clock: Clock) 
     clock.now = JUNE
     memory.observe([turn(NEW, JUNE, "s2")])
     assert memory.get(fact.id).status == "active"  # what was said is evidence; a remembered fact is revised
+    (said,) = claims_of(memory)
+    again = memory.remember(said.content, project=P)  # and a remembered memory never counts as a claim
+    assert again.superseded_id != said.id and memory.get(said.id).reinforcements == 0
+    assert memory.get(said.id).status == "active"
 
 
 @pytest.mark.model
