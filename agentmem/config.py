@@ -34,6 +34,22 @@ class ConsolidationSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_un
             raise ValueError("max_pool must be at least 2")
 
 
+class ClaimRules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Which sentences of an observed turn become claims (see agentmem.claims); `enabled=False`
+    keeps turns whole only, as before claims."""
+
+    enabled: bool = True
+    min_words: int = 2
+    max_words: int = 60
+    max_per_turn: int = 12
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_words <= self.max_words:
+            raise ValueError("claims need 1 <= min_words <= max_words")
+        if self.max_per_turn < 1:
+            raise ValueError("claims.max_per_turn must be at least 1")
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True):
     """Engine settings; every field has a working default."""
 
@@ -49,6 +65,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     max_name_chars: int = 200
     shortlist: int = 20  # candidates per index for the supersession check
     recall_candidates: int = 50  # per index, at least; grows with k
+    claims: ClaimRules = ClaimRules()  # which sentences of an observed turn become claims (agentmem.claims)
     slot_window: int = 20  # the best hits compared for the same slot stated twice (agentmem.slots); 0: off
     slot_query_words: int = 2  # query words two sentences must share to answer it as one slot
     max_k: int = 1000

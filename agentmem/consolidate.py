@@ -36,6 +36,7 @@ import numpy as np
 
 from agentmem import writes
 from agentmem.audit import AuditEntry
+from agentmem.claims import CLAIM
 from agentmem.engine import Engine
 from agentmem.errors import NotFoundError, ProviderError, ValidationError
 from agentmem.filters import Filter
@@ -379,8 +380,15 @@ def _archive_children(mem: Engine, target: MemoryVersion, actor: str) -> int:
         if not children:
             return 0
         reason = f"consolidated into memory {target.id}"
-        w.retire([(m, "archived", "consolidated") for m in children])
-        w.audit([AuditEntry.of(m, "archive", actor, w.now, reason, into=target.id) for m in children])
+        gone = {m.id for m in children}
+        # the claims said only in these children go with them (agentmem.claims): the abstraction stands for them too
+        said = [c for cs in mem.store.built_on_each(sorted(gone)).values() for c in cs]
+        claims = {c.id: c for x in said if (c := w.get(x.id)) is not None and c.kind == CLAIM and not c.pinned}
+        claims = {i: c for i, c in claims.items() if all(e.id in gone or w.get(e.id) is None
+                                                        for e in mem.store.derived_from(i))}  # fmt: skip
+        victims = children + list(claims.values())
+        w.retire([(m, "archived", "consolidated") for m in victims])
+        w.audit([AuditEntry.of(m, "archive", actor, w.now, reason, into=target.id) for m in victims])
     return len(children)
 
 

@@ -28,6 +28,7 @@ KINDS: dict[str, KindSpec] = {
     "fact": KindSpec(365.0, 0.7),
     "lesson": KindSpec(365.0, 0.75),
     "procedure": KindSpec(365.0, 0.75),
+    "claim": KindSpec(180.0, 0.6),  # a sentence of an observed turn (agentmem.claims): said, not curated
     "observation": KindSpec(7.0, 0.5),
     "event": KindSpec(None, 0.9),
 }

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from agentmem import admission, audit, lifecycle, timewindow, transfer, validate, writes
+from agentmem import admission, audit, claims, lifecycle, timewindow, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
@@ -32,7 +32,7 @@ from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, stored_candidates, under_successors
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention, retention
-from agentmem.slots import newer_first
+from agentmem.slots import newer_first, query_words
 from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
 from indexes.embed import Embedder
@@ -156,12 +156,15 @@ class Memory:
         """Write a new version of a current memory; unchanged fields carry over from it."""
         return writes.revise(self.engine, memory_id, content, reason=reason, actor=actor, changes=changes)
 
-    def observe(self, items: Sequence[NewMemory]) -> list[MemoryVersion]:
+    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
         """Record a batch of raw observations or events in one transaction: all or nothing.
 
         They never supersede or reinforce anything; consolidation turns them into memories later.
+        Each sentence of an observation that states something becomes a claim of its own (kind
+        `claim`, derived from the observation), created, reinforced or superseding like a
+        remembered memory (see agentmem.claims; `Config.claims`). Returns the observations.
         """
-        return writes.observe(self.engine, items)
+        return writes.observe(self.engine, items, actor=actor)
 
     # -- reading -----------------------------------------------------------
 
@@ -279,6 +282,7 @@ class Memory:
             found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, scope)
             hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                         window=window)  # fmt: skip
+            hits = self._rolled_up(hits, frozenset(), sink=True)  # which claims were current then: not asked
             hits = newer_first(hits, query, window=slot_window, query_words_needed=needed)[:k]
             return Recalled(hits=hits, window=window, degraded=self.degraded)
         self.engine.refresh()  # read your writes: every acknowledged change is searchable
@@ -319,6 +323,7 @@ class Memory:
             old = fuse(*found, now=now, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                        window=window)  # fmt: skip
             hits = under_successors(hits + old)
+        hits = self._rolled_up(hits, query_words(query), sink=not include_superseded)
         hits = newer_first(hits, query, window=slot_window, query_words_needed=needed, sink=not include_superseded)[:k]
         self.engine.note_access([h.memory.id for h in hits])
         return Recalled(hits=hits, window=window, degraded=self.degraded)
@@ -337,6 +342,16 @@ class Memory:
         """A prompt-ready working set: the best current memories that fit `token_budget` (see agentmem.context)."""
         return working_set(self, query, project=project, max_memories=max_memories, token_budget=token_budget,
                            agent=agent, tiers=tiers, kinds=kinds)  # fmt: skip
+
+    def _rolled_up(self, hits: list[Hit], asked: frozenset[str], *, sink: bool) -> list[Hit]:
+        """Claims read with the turns they were said in (see agentmem.claims.roll_up)."""
+        if not any(h.memory.kind in (claims.CLAIM, claims.TURN) for h in hits):
+            return hits
+        wanted = list(dict.fromkeys(t for h in hits if (t := claims.turn_of(h.memory)) is not None))
+        turns = self.live.many(wanted)
+        missing = [t for t in wanted if t not in turns]
+        turns = {**turns, **self.store.get_many(missing)} if missing else turns
+        return claims.roll_up(hits, asked, turns, self.store.built_on_each, sink=sink)
 
     def _query_vector(self, query: str) -> np.ndarray | None:
         """The query's embedding, or None while the model is down (recall then answers by words)."""

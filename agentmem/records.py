@@ -122,7 +122,9 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     """One recalled memory with its score; `has_history` says older versions exist.
 
     `older_than` names a hit of the same reply that states the same slot with another value and
-    is newer: this one is the older statement, ranked under it (see agentmem.slots). A hit that
+    is newer: this one is the older statement, ranked under it (see agentmem.slots); on an observed
+    turn, it may name the claim that replaced the turn's answer (agentmem.claims). A claim hit
+    carries `stated_in`, the turn it was said in. A hit that
     is itself a superseded version (asked for with `include_superseded`) is not current: its
     `memory` carries the death record (`superseded_by`, `superseded_at`, `supersede_reason`).
     """
@@ -132,6 +134,7 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     parts: ScoreParts
     has_history: bool
     older_than: int | None = None
+    stated_in: MemoryVersion | None = None  # a claim's turn: the observation it was said in (agentmem.claims)
 
 
 LinkKind = Literal["derived_from"]  # src was built from dst (its evidence)

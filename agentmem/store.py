@@ -485,6 +485,22 @@ class StoreOfRecord(ABC):
             "id IN (SELECT src_id FROM links WHERE dst_id = ? AND kind = 'derived_from')", [memory_id], order="id"
         )
 
+    def built_on_each(self, ids: Sequence[int]) -> dict[int, list[MemoryVersion]]:
+        """For each of `ids`, the versions derived from it (any status), oldest first: a turn's claims."""
+        if not ids:
+            return {}
+        rows = self._rows(
+            f"SELECT dst_id, src_id FROM links WHERE kind = 'derived_from' AND dst_id IN ({_placeholders(len(ids))}) "
+            "ORDER BY dst_id, src_id",
+            list(ids),
+        )
+        found = self.get_many(sorted({src for _, src in rows}))
+        out: dict[int, list[MemoryVersion]] = {}
+        for dst, src in rows:
+            if src in found:
+                out.setdefault(dst, []).append(found[src])
+        return out
+
     def links(self, memory_id: int) -> list[Link]:
         rows = self._rows(
             "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id = ? OR dst_id = ? ORDER BY created_at",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from agentmem import adjudicate, validate
+from agentmem import adjudicate, claims, validate
 from agentmem.audit import AuditEntry
 from agentmem.engine import Engine, gated
 from agentmem.errors import ValidationError
@@ -152,6 +152,11 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tup
         own = indexed.get(m.id) if own is None else own
         if m.id not in cosines and own is not None:
             cosines[m.id] = float(np.dot(vector, own))
+    # Claims meet claims only: what was said in passing never retires (or counts as) a remembered
+    # or consolidated memory, nor the other way round (the slot test orders them at recall).
+    is_claim = new.kind == claims.CLAIM
+    candidates = [m for m in candidates if (m.kind == claims.CLAIM) == is_claim]
+    exact = exact if exact is not None and (exact.kind == claims.CLAIM) == is_claim else None
     decision = decide(
         kind=new.kind,
         content=new.content,
@@ -212,8 +217,11 @@ def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str
 
 
 @gated
-def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
-    """Raw observations or events in one unit: all or nothing. They never supersede or reinforce."""
+def observe(engine: Engine, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
+    """Raw observations or events in one unit: all or nothing. They never supersede or reinforce.
+
+    Each sentence of an observation that states something becomes a claim derived from it, decided
+    in the same unit like any remembered memory (see `agentmem.claims`)."""
     now = engine.clock()
     checked = []
     for n, item in enumerate(items):
@@ -224,19 +232,29 @@ def observe(engine: Engine, items: Sequence[NewMemory]) -> list[MemoryVersion]:
         if new.kind not in NEVER_SUPERSEDED:
             raise ValidationError(f"observation {n}: kind must be observation or event, not {new.kind!r}")
         checked.append(new)
+    rules = engine.config.claims
+    said = [claims.of_turn(m.content, rules) if rules.enabled and claims.is_turn(m) else [] for m in checked]
     hashes = [sha256(m.content) for m in checked]
-    known = engine.store.vectors(hashes, engine.model)
-    todo = {h: m.content for h, m in zip(hashes, checked, strict=True) if h not in known}
+    texts = dict(zip(hashes, (m.content for m in checked), strict=True))
+    texts.update((sha256(s), s) for sentences in said for s in sentences)
+    known = engine.store.vectors(list(texts), engine.model)
+    todo = {h: t for h, t in texts.items() if h not in known}
     fresh = dict(zip(todo, engine.embed(list(todo.values())), strict=True)) if todo else {}
+    vectors = {**known, **fresh}
 
     def job(w: Write) -> list[MemoryVersion]:
         created = []
-        for new, content_hash in zip(checked, hashes, strict=True):
-            if content_hash in fresh:
-                w.embedding(content_hash, fresh[content_hash])
-            else:
-                w.embedding(content_hash, known[content_hash], stored=True)
-            created.append(w.insert(new, content_hash=content_hash))
+        for new, content_hash, sentences in zip(checked, hashes, said, strict=True):
+            w.embedding(content_hash, vectors[content_hash], stored=content_hash not in fresh)
+            turn = w.insert(new, content_hash=content_hash)
+            created.append(turn)
+            for sentence in sentences:
+                h = sha256(sentence)
+                w.embedding(h, vectors[h], stored=h not in fresh)
+                claim = claims.claim_of(turn, sentence)
+                r = apply(engine, w, claim, h, actor, _decide(engine, w, claim, vectors[h])[0])
+                if r.outcome == "reinforced":
+                    w.link(r.memory.id, turn.id)  # said again: this turn is more evidence for it
         return created
 
     return engine.run(job)

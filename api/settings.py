@@ -56,7 +56,7 @@ from pathlib import Path
 import msgspec
 
 from agentmem.cli import default_data_dir
-from agentmem.config import Config, ConsolidationSettings
+from agentmem.config import ClaimRules, Config, ConsolidationSettings
 from agentmem.errors import ValidationError
 from agentmem.kinds import KindSpec, with_overrides
 from agentmem.provider import ProviderConfig
@@ -104,6 +104,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     retention: RetentionPolicy = RetentionPolicy()
     consolidate_every_minutes: float = 60.0  # consolidation inside the server; 0 turns it off
     consolidation: ConsolidationSettings = ConsolidationSettings()
+    claims: ClaimRules = ClaimRules()  # the sentences of an observed turn that become claims
     provider: ProviderConfig | None = None  # an OpenAI-compatible endpoint that words abstractions
     ingest_roots: list[IngestRoot] = []  # where admin ingest may read; none: the routes are off
     viewer: ViewerSettings = ViewerSettings()
@@ -116,6 +117,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
                 retention=self.retention,
                 sweep_max=self.sweep_max,
                 consolidation=self.consolidation,
+                claims=self.claims,
                 provider=self.provider,
             )
         except ValueError as exc:

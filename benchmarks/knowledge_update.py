@@ -12,7 +12,11 @@ Each question gets a fresh store. Every user turn of its sessions is written, se
 session in date order, with the engine's clock at the session's date, as an agent host does it:
 
   observe    `Memory.observe()` with what `POST /v1/observations` (the hook recipe) sends:
-             kind observation, tier working, salience 0.3, `valid_from` = the session's date
+             kind observation, tier working, salience 0.3, `valid_from` = the session's date;
+             each turn kept whole, and each of its sentences that states something made a
+             claim of its own (agentmem.claims), superseded or reinforced on its own
+  turns      the same, with claims off (`Config.claims.enabled = False`): whole turns only,
+             as observe() was before claims
   remember   `Memory.remember()`, one plain-text fact per turn (no key, no triple): the
              supersession rules decide
   naive      the baseline: every turn kept, ranked by the cosine of the same embeddings
@@ -56,10 +60,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
-from agentmem import Memory, NewMemory
-from agentmem.config import Config
+from agentmem import Memory, NewMemory, claims
+from agentmem.config import ClaimRules, Config
 from agentmem.provider import ProviderConfig
 from agentmem.records import Hit
 from benchmarks.common import (
@@ -80,7 +85,7 @@ from indexes.embed import SentenceTransformerEmbedder
 
 DATA = "longmemeval_ku_dev.jsonl.gz"
 PROJECT = "ku"
-SYSTEMS = ("naive", "observe", "remember")
+SYSTEMS = ("naive", "turns", "observe", "remember")
 ADJUDICATED = "adjudicated"
 NO_MODEL_URL = "http://127.0.0.1:9/v1"  # cache-only: never contacted
 Replies = dict[str, dict[str, list[str]]]  # question id -> request hash -> [model, reply]
@@ -139,6 +144,7 @@ def agentmem_rankings(
     path: str,
     embedder: CachedEmbedder,
     work: Path,
+    rules: ClaimRules,
     provider: ProviderConfig | None = None,
     replies: Replies | None = None,
 ) -> tuple[list[str], list[str], dict[str, float]]:
@@ -148,8 +154,10 @@ def agentmem_rankings(
     it holds afterwards."""
     where = Path(tempfile.mkdtemp(prefix="ku-", dir=work))
     clock = Clock(parse_date(q["question_date"]))
-    counts: dict[str, float] = {"superseded": 0, "memories": 0, "asked": 0, "cached": 0}
-    config = Config(provider=provider) if path == ADJUDICATED else Config()
+    counts: dict[str, float] = {"superseded": 0, "memories": 0, "claims": 0, "write_seconds": 0.0, "asked": 0,
+                                "cached": 0}  # fmt: skip
+    claim_rules = rules if path == "observe" else msgspec.structs.replace(rules, enabled=False)
+    config = Config(claims=claim_rules, provider=provider if path == ADJUDICATED else None)
     try:
         with Memory(where, embedder=embedder, config=config, clock=clock) as mem:
             mine = {} if path != ADJUDICATED or replies is None else replies.setdefault(q["question_id"], {})
@@ -157,7 +165,8 @@ def agentmem_rankings(
                 mem.store.cache_reply(h, model, reply, clock.now)
             for sid, when, rows in turns.sessions:
                 clock.now = when
-                if path == "observe":
+                started = time.perf_counter()
+                if path in ("observe", "turns"):
                     mem.observe([
                         NewMemory(content=text, project=PROJECT, kind="observation", tier="working", session=sid,
                                   source="api", source_ref=ref, salience=0.3, valid_from=when)
@@ -167,7 +176,13 @@ def agentmem_rankings(
                     for ref, text in rows:
                         r = mem.remember(text, project=PROJECT, session=sid, source="conversation", source_ref=ref)
                         counts["superseded"] += r.outcome == "superseded"
+                counts["write_seconds"] += time.perf_counter() - started
                 counts["memories"] += len(rows)
+            if path != "remember":
+                made = mem.list_versions(projects=[PROJECT], kinds=[claims.CLAIM], status=None, latest_only=False,
+                                         limit=mem.config.max_k)[0]  # fmt: skip
+                counts["claims"] = len(made)
+                counts["superseded"] = sum(m.status == "superseded" for m in made)
             clock.now = parse_date(q["question_date"])
             question = q["question"].strip()
             k = min(mem.config.max_k, max(10, int(counts["memories"])))
@@ -260,7 +275,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="replay --replies with no model (adjudicated system): a missing reply is an error",
     )
-    args = p.parse_args(argv)  # fmt: skip
+    p.add_argument("--claim-min-words", type=int, default=ClaimRules().min_words,
+                   help="content words a sentence needs to become a claim (default %(default)s)")  # fmt: skip
+    args = p.parse_args(argv)
+    rules = ClaimRules(min_words=args.claim_min_words)
     started = time.perf_counter()
     items = load(args.data, args.limit)
     provider, replies_path, replies = adjudication(args)
@@ -268,11 +286,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = SentenceTransformerEmbedder(cache_size=0)
     cache = VectorCache(model.embed, model.name, model.dim)
     all_turns = {q["question_id"]: Turns(q) for q in items}
-    cache.ensure([q["question"].strip() for q in items] + [t for ts in all_turns.values() for t in ts.texts()])
+    texts = [t for ts in all_turns.values() for t in ts.texts()]
+    started_split = time.perf_counter()
+    said = [s for t in texts for s in claims.of_turn(t, rules)]
+    split_seconds = time.perf_counter() - started_split
+    cache.ensure([q["question"].strip() for q in items] + texts + said)
     embedder = CachedEmbedder(cache)
     per_q: list[dict[str, Any]] = []
     superseded: dict[str, float] = {s: 0 for s in systems if s != "naive"}
     asked = {"asked": 0.0, "cached": 0.0}
+    made = 0.0
+    write_seconds: dict[str, float] = {s: 0.0 for s in systems if s != "naive"}
     work = Path(tempfile.mkdtemp(prefix="agentmem-ku-", dir=args.work_dir))
     try:
         for q in progress(items, desc="questions", unit="q"):
@@ -282,7 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             scores = {"naive": measures(naive, naive[:10], turns)}
             ranks: dict[str, Any] = {"naive": first_ranks(naive, naive, turns)}
             for path in systems[1:]:
-                ranked, with_history, counts = agentmem_rankings(q, turns, path, embedder, work, provider, replies)
+                ranked, with_history, counts = agentmem_rankings(q, turns, path, embedder, work, rules, provider,
+                                                                 replies)  # fmt: skip
+                write_seconds[path] += counts["write_seconds"]
+                made += counts["claims"] if path == "observe" else 0
                 scores[path] = measures(ranked, with_history, turns)
                 ranks[path] = first_ranks(ranked, with_history, turns)
                 superseded[path] += counts["superseded"]
@@ -314,6 +341,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cache_only": args.cache_only,
             "replies": str(replies_path),
             **asked,
+        },
+        "claims": {
+            "rules": msgspec.to_builtins(rules),
+            "turns": len(texts),
+            "claims": int(made),
+            "split_ms_per_turn": round(1000 * split_seconds / max(1, len(texts)), 3),
+            "write_ms_per_turn": {p: round(1000 * s / max(1, len(texts)), 2) for p, s in write_seconds.items()},
         },
         "per_question": per_q,
         "seconds": round(time.perf_counter() - started, 1),
@@ -381,6 +415,12 @@ def render_markdown(res: dict[str, Any]) -> str:
                   f"superseded: {res['superseded_turns'][ADJUDICATED]}.", ""]  # fmt: skip
     lines += [
         f"earlier@10 asked {hist} history. Turns superseded by remember(): {res['superseded_turns']['remember']}.",
+        f"observe: {res['claims']['claims']} claims from {res['claims']['turns']} user turns "
+        f"(rules {res['claims']['rules']}), {res['superseded_turns']['observe']} of them superseded by a later claim.",
+        f"Cost per turn: splitting and choosing sentences {res['claims']['split_ms_per_turn']} ms; the whole write "
+        "(embedding from the cache, rules, commit) in ms: "
+        + ", ".join(f"{p} {v}" for p, v in res["claims"]["write_ms_per_turn"].items())
+        + ".",
         "One question is 100/n points: with n around a dozen, a difference of one question is noise.",
         "",
         f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "

@@ -10,6 +10,7 @@ import pytest
 from conftest import Clock
 
 from agentmem import Config, Memory, NewMemory, ValidationError
+from agentmem.records import Hit
 from agentmem.slots import claims, query_words, same_slot
 from fakes import FakeEmbedder
 
@@ -22,6 +23,19 @@ OCTOBER = datetime(2023, 10, 9, tzinfo=UTC)
 
 def turn(text: str, when: datetime, session: str) -> NewMemory:
     return NewMemory(content=text, project=P, kind="observation", tier="working", session=session, valid_from=when)
+
+
+def said_in(h: Hit) -> int:
+    """The turn a hit stands for: a claim's turn (`stated_in`), or the turn itself."""
+    return h.stated_in.id if h.stated_in is not None else h.memory.id
+
+
+def newer_turn(hits: list[Hit], h: Hit) -> int | None:
+    """The turn of the hit that `h` is older than (a hit of the reply, or the claim that replaced it)."""
+    if h.older_than is None:
+        return None
+    of = {x.memory.id: said_in(x) for x in hits}
+    return of.get(h.older_than, h.older_than)
 
 
 def observe_two(mem: Memory, clock: Clock, old: str, new: str) -> tuple[int, int]:
@@ -92,12 +106,12 @@ def test_the_newer_statement_ranks_first_and_the_older_one_is_marked(memory: Mem
     clock.now = OCTOBER + timedelta(days=1)
     memory.observe([turn("I'm planning a trip to Lisbon next spring.", OCTOBER, "s2")])
     hits = memory.recall("How many projects have I completed since starting painting classes?", project=P, k=3)
-    ids = [h.memory.id for h in hits]
+    ids = [said_in(h) for h in hits]
     assert ids.index(new) < ids.index(old)
-    by_id = {h.memory.id: h for h in hits}
-    assert by_id[old].older_than == new and by_id[new].older_than is None
+    by_turn = {said_in(h): h for h in hits}
+    assert newer_turn(hits, by_turn[old]) == new and by_turn[new].older_than is None
     # both are still there: nothing is deleted, and k=1 answers with the newer one
-    assert [h.memory.id for h in memory.recall("projects completed painting classes", project=P, k=1)] == [new]
+    assert [said_in(h) for h in memory.recall("projects completed painting classes", project=P, k=1)] == [new]
 
 
 def test_the_newer_one_is_pulled_up_from_below_k(memory: Memory, clock: Clock) -> None:
@@ -108,7 +122,7 @@ def test_the_newer_one_is_pulled_up_from_below_k(memory: Memory, clock: Clock) -
         "Speaking of games, my highest score in Ticket to Ride is now 132 points.",
     )
     hits = memory.recall("highest score Ticket to Ride favourite game", project=P, k=1)
-    assert [h.memory.id for h in hits] == [new]
+    assert [said_in(h) for h in hits] == [new]
 
 
 def test_slot_window_zero_turns_it_off(data_dir: Path, embedder: FakeEmbedder, clock: Clock) -> None:
@@ -159,8 +173,8 @@ def test_real_model_cli_example_and_conversation(tmp_path: Path, real_embedder) 
             "By the way, I just finished my 5th project since starting painting classes, and I'm proud!",
         )
         hits = mem.recall("How many projects have I completed since starting painting classes?", project=P, k=5)
-        ids = [h.memory.id for h in hits]
-        assert ids.index(new) < ids.index(old) and hits[ids.index(old)].older_than == new
+        ids = [said_in(h) for h in hits]
+        assert ids.index(new) < ids.index(old) and newer_turn(hits, hits[ids.index(old)]) == new
 
 
 def test_events_take_no_part(memory: Memory, clock: Clock) -> None:

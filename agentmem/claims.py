@@ -1,0 +1,176 @@
+"""Claims, not chunks: each sentence of a conversational turn that states something is a memory of its own.
+
+A turn written with `observe()` (the hooks, `POST /v1/observations`, the MCP `observe` tool) is kept
+whole, as evidence: an observation, never superseded. Each of its sentences that states something
+becomes a *claim* (kind `claim`), derived from the turn (`source_ids` = [turn], a `derived_from`
+link: `Memory.provenance`) and decided like any `remember()`, in the same write unit as the turn:
+created; or reinforcing the same current claim, which then links this turn as more evidence; or
+superseding the claim it replaces, by the rules of `agentmem.supersede`. A turn holds five facts,
+three alive and two dead: its claims say which.
+
+Sentences are split by sentencex (Wikimedia's rule-based splitter: no model, no data download, one
+small pure-Python package; it knows abbreviations like "Dr." and "e.g."), through
+`agentmem.admission.extract.sentences`: one line at a time (a chat line or a list item ends a
+sentence), list markers and fillers dropped, a fenced block kept whole. It is what admission and the
+recall-time slot test already use, so a sentence is the same sentence everywhere; and it is kept
+(1.0.32, 2026). Also looked at: pysbd (rule-based too; last release 0.3.4, 2021), nltk punkt (a
+large dependency, and its model is a data download at run time), blingfire (a native library;
+last release 2021) and syntok (pure Python; last release 2022): each would be a second splitter
+for no gain. A sentence *states something* when
+
+- it is no question ("?") and no remark about the talk itself: a request or a courtesy ("can you",
+  "please", "thanks", "let me check", "here is"), or something hypothetical or intended ("if",
+  "maybe", "I'm thinking of", "I want to"): `agentmem.admission.policy.remark`. A rule must never
+  retire a fact because someone wondered aloud about another;
+- the admission screens pass: no secret, command, path, generated output or code;
+- it has at least `ClaimRules.min_words` content words (`supersede.words`, stopwords out: two, as a
+  change is often said briefly, "we ship on Fridays now"), and at most `max_words` (longer is pasted
+  material, not a statement).
+
+Only what someone said becomes claims: an observation with a title (the hooks put the tool's name
+there: "Used Edit: ...") records what a tool did, and is kept whole only; a leading speaker label
+("User asked: ...", the hook recipe's prompt) is left out of the claim. At most `max_per_turn`
+claims are taken from one turn (the first ones), so a pasted document costs a bounded number of
+embeddings and rule checks. Claims meet claims only (`agentmem.writes`): what was said in passing
+never retires a remembered or consolidated memory, nor is it reinforced or replaced by one (the
+recall-time slot test still puts the newer of the two first).
+
+Recall ranks claims and turns together, then rolls them up (`roll_up`) so that a reply reads
+naturally, one hit per turn: the best-ranked of a turn and its claims stands for them all, in its
+place. A claim that ranks above its turn is shown as the claim, carrying the turn it was said in
+(`Hit.stated_in`); a turn that ranks above its claims is shown whole (the claims say nothing it does
+not). The slot test at recall (`agentmem.slots`) reads a claim by its own sentence:
+read with its whole turn, a live claim ("the shop API is written in Go") would be marked older for
+a dead sentence beside it ("we deploy it on Fly.io"). A turn whose sentence that best answers the
+query is a superseded claim is older news: it is marked `older_than` the hit that stands for the
+claim that replaced it (the claim's id when no hit of the reply does) and ranked under the other
+hits; asked with history, the superseded claim itself comes back with its death record (by whom,
+when, why). When consolidation archives turns into an abstraction, the claims said only in them go
+with them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+import msgspec
+
+from agentmem.admission.extract import sentences
+from agentmem.admission.policy import remark, screen
+from agentmem.config import ClaimRules
+from agentmem.records import Hit, MemoryVersion, NewMemory
+from agentmem.supersede import words
+
+CLAIM = "claim"  # the kind of a turn's sentence kept as its own memory
+TURN = "observation"  # the kind of a turn whose sentences become claims
+
+
+# A speaker label says who spoke, not what: the hook recipe logs a prompt as "User asked: ...".
+_SPEAKER = re.compile(
+    r"(?i)^(?:(?:the\s+)?(?:user|assistant|human|customer|agent)\s+(?:asked|said|wrote|says)|user|human|me)\s*:\s*"
+)
+
+
+def is_turn(m: NewMemory) -> bool:
+    """Whether an observation is something said (a turn), whose sentences become claims; a tool's
+    observation (the hooks name the tool in its title: "Used Edit: ...") is what a tool did."""
+    return m.kind == TURN and m.title is None
+
+
+def states_something(sentence: str, rules: ClaimRules) -> bool:
+    """Whether a sentence of a turn states something (the rules of the module docstring)."""
+    if sentence.rstrip().endswith("?") or remark(sentence) is not None or screen(sentence) is not None:
+        return False
+    n = len(words(sentence).words)
+    return rules.min_words <= n and len(sentence.split()) <= rules.max_words
+
+
+def of_turn(text: str, rules: ClaimRules) -> list[str]:
+    """The sentences of a turn that become claims, in order, each once."""
+    said = (_SPEAKER.sub("", s, count=1) for s in sentences(text))
+    found = [s for s in dict.fromkeys(said) if s and states_something(s, rules)]
+    return found[: rules.max_per_turn]
+
+
+def claim_of(turn: MemoryVersion, sentence: str) -> NewMemory:
+    """The claim a sentence of `turn` makes: in the turn's project, session and time, derived from it."""
+    return NewMemory(
+        content=sentence,
+        project=turn.project,
+        kind=CLAIM,
+        tier="semantic",
+        agent=turn.agent,
+        session=turn.session,
+        source=turn.source,
+        source_ref=turn.source_ref,
+        source_ids=[turn.id],
+        salience=turn.salience,
+        valid_from=turn.valid_from,
+        expires_at=turn.expires_at,
+    )
+
+
+def turn_of(m: MemoryVersion) -> int | None:
+    """The id of the turn a claim was stated in (None for any other memory)."""
+    return m.source_ids[0] if m.kind == CLAIM and m.source_ids else None
+
+
+def roll_up(
+    hits: Sequence[Hit],
+    query_words: frozenset[str],
+    turns: Mapping[int, MemoryVersion],
+    claims_of: Callable[[list[int]], Mapping[int, list[MemoryVersion]]],
+    *,
+    sink: bool = True,
+) -> list[Hit]:
+    """`hits` (best first), one per turn: claims and their turns read together (see the module docstring).
+
+    `turns`: the turns of the claim hits, by id (current or not); `claims_of(turn ids)`: by turn,
+    the claims derived from it (stated in it, or reinforced by it), whatever their status.
+    """
+    seen: set[int] = set()  # turns stood for already, by their best-ranked member (the turn or a claim of it)
+    out: list[Hit] = []
+    for h in hits:
+        t = turn_of(h.memory)
+        if t is None and h.memory.kind == TURN:
+            t = h.memory.id
+        if t is None:
+            out.append(h)
+        elif t not in seen:
+            seen.add(t)
+            out.append(msgspec.structs.replace(h, stated_in=turns.get(t)) if h.memory.id != t else h)
+    open_turns = [h.memory.id for h in out if h.memory.kind == TURN and h.older_than is None]
+    if not open_turns or not query_words:
+        return out
+    by_turn = claims_of(open_turns)
+    # the hit of this reply that stands for a claim: the claim's own, or its turn's
+    standing = {c.id: t for t in open_turns for c in by_turn.get(t, [])} | {h.memory.id: h.memory.id for h in out}
+    kept: list[Hit] = []
+    older: list[Hit] = []
+    for h in out:
+        dead = _answered_by_dead_claim(by_turn.get(h.memory.id, []), query_words)
+        if dead is None or dead.superseded_by is None:
+            kept.append(h)
+            continue
+        h = msgspec.structs.replace(h, older_than=standing.get(dead.superseded_by, dead.superseded_by))
+        (older if sink else kept).append(h)
+    return kept + older
+
+
+def _answered_by_dead_claim(claims: list[MemoryVersion], query_words: frozenset[str]) -> MemoryVersion | None:
+    """The superseded claim that best answers the query among a turn's claims, if the best one is
+    superseded: the turn's answer to this query is older news. None when a current claim answers
+    as well, or no claim shares a query word."""
+    best: list[MemoryVersion] = []
+    top = 0
+    for c in claims:
+        n = len(query_words & set(words(c.content).words))
+        if n > top:
+            best, top = [c], n
+        elif n == top and n:
+            best.append(c)
+    if not top or any(c.status == "active" for c in best):
+        return None
+    dead = [c for c in best if c.status == "superseded" and c.superseded_by is not None]
+    return dead[0] if dead else None

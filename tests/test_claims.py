@@ -1,0 +1,187 @@
+"""Claims, not chunks: an observed turn is kept whole, each of its sentences that states something is a
+claim of its own, linked to the turn, superseded or reinforced on its own; recall reads them together."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import Clock
+
+from agentmem import Config, Memory, NewMemory, ValidationError
+from agentmem.claims import CLAIM, of_turn, states_something
+from agentmem.config import ClaimRules
+from agentmem.records import Hit
+from fakes import FakeEmbedder
+from servers import TOKEN, Server
+
+P = "shop"
+MAY = datetime(2024, 5, 1, tzinfo=UTC)
+JUNE = datetime(2024, 6, 1, tzinfo=UTC)
+RULES = ClaimRules()
+OLD = "Hi there! We deploy the shop API on Fly.io. Can you help me write a Dockerfile for it?"
+NEW = "Quick update: we're on Render now for the shop API. Thanks for the help!"
+QUERY = "where is the shop API deployed?"
+
+
+def turn(text: str, when: datetime, session: str, **kw: object) -> NewMemory:
+    return NewMemory(content=text, project=P, kind="observation", tier="working", session=session, valid_from=when,
+                     **kw)  # type: ignore[arg-type]  # fmt: skip
+
+
+def claims_of(mem: Memory, status: str | None = "active") -> list:  # type: ignore[type-arg]
+    return mem.list_versions(projects=[P], kinds=[CLAIM], status=status, latest_only=False)[0]
+
+
+def two_turns(mem: Memory, clock: Clock, old: str = OLD, new: str = NEW) -> tuple[int, int]:
+    clock.now = MAY
+    a = mem.observe([turn(old, MAY, "s1")])[0].id
+    clock.now = JUNE
+    b = mem.observe([turn(new, JUNE, "s2")])[0].id
+    clock.now = JUNE + timedelta(days=1)
+    return a, b
+
+
+def said_in(h: Hit) -> int:
+    return h.stated_in.id if h.stated_in is not None else h.memory.id
+
+
+@pytest.mark.parametrize(
+    ("sentence", "states"),
+    [
+        ("We deploy the shop API on Fly.io.", True),
+        ("I've completed 4 projects since starting painting classes.", True),
+        ("Can you help me write a Dockerfile for it?", False),  # a question
+        ("Please write a Dockerfile for the shop API.", False),  # a request to the listener
+        ("Thanks for the help with the shop API!", False),  # a courtesy
+        ("If we move to Render, the shop API gets cheaper.", False),  # hypothetical: never retires a fact
+        ("I'm thinking of moving the shop API to Render.", False),
+        ("Sounds good.", False),
+        ("We ship on Fridays now.", True),  # two content words: a change is often said briefly
+        ("Lovely!", False),  # too few content words
+        ("The api_key is sk-abcdefghijklmnopqrstuv1234", False),  # a secret is never a memory
+        ("def deploy(app): return fly.launch(app)", False),  # code
+    ],
+)
+def test_which_sentences_state_something(sentence: str, states: bool) -> None:
+    assert states_something(sentence, RULES) is states
+
+
+def test_a_turn_is_split_by_sentencex_and_labels_are_dropped() -> None:
+    text = "User asked: Dr. Patel leads the payments team at Acme. Can you draft a memo?\n- We ship on Fridays now."
+    assert of_turn(text, RULES) == ["Dr. Patel leads the payments team at Acme.", "We ship on Fridays now."]
+    assert of_turn("We ship on Fridays. We ship on Fridays.", RULES) == ["We ship on Fridays."]
+    many = " ".join(f"Service number {n} runs on port {8000 + n}." for n in range(30))
+    assert len(of_turn(many, RULES)) == RULES.max_per_turn
+    with pytest.raises(ValueError):
+        ClaimRules(min_words=0)
+
+
+def test_observe_keeps_the_turn_and_links_each_claim_to_it(memory: Memory, clock: Clock) -> None:
+    (t,) = memory.observe([turn(OLD, MAY, "s1")])
+    assert t.kind == "observation" and t.content == OLD  # the turn, whole, is what observe returns
+    (c,) = claims_of(memory)
+    assert c.content == "We deploy the shop API on Fly.io." and c.kind == CLAIM and c.source_ids == [t.id]
+    assert (c.session, c.valid_from, c.project) == ("s1", t.valid_from, P)
+    prov = memory.provenance(c.id)
+    assert [e.id for e in prov.evidence] == [t.id] and [d.id for d in memory.provenance(t.id).derived] == [c.id]
+
+
+def test_a_later_claim_supersedes_the_earlier_one_and_recall_reads_them_with_their_turns(
+    memory: Memory, clock: Clock
+) -> None:
+    old_turn, new_turn = two_turns(memory, clock)
+    (dead,) = claims_of(memory, "superseded")
+    (alive,) = claims_of(memory)
+    assert dead.superseded_by == alive.id and dead.supersede_reason == "moved" and alive.source_ids == [new_turn]
+    assert memory.get(old_turn).status == "active"  # the turn stays, as evidence: never superseded
+    hits = memory.recall(QUERY, project=P, k=5)
+    assert hits[0].memory.id == alive.id and hits[0].stated_in is not None and hits[0].stated_in.id == new_turn
+    assert [said_in(h) for h in hits] == [new_turn, old_turn]  # one hit per turn
+    stale = hits[1]
+    assert stale.memory.id == old_turn and stale.older_than == alive.id  # its answer was replaced: why, by whom
+    history = memory.recall(QUERY, project=P, k=5, include_superseded=True)
+    ids = [h.memory.id for h in history]
+    assert ids.index(alive.id) < ids.index(dead.id)
+    old = history[ids.index(dead.id)]
+    assert old.memory.status == "superseded" and old.memory.superseded_by == alive.id
+    assert old.stated_in is not None and old.stated_in.id == old_turn
+
+
+def test_a_claim_said_again_is_reinforced_and_links_the_new_turn(memory: Memory, clock: Clock) -> None:
+    a, b = two_turns(memory, clock, "We ship the mobile app on Fridays.", "Yes! We ship the mobile app on Fridays.")
+    (c,) = claims_of(memory, None)
+    assert c.reinforcements == 1 and c.source_ids == [a]
+    assert sorted(e.id for e in memory.provenance(c.id).evidence) == [a, b]
+
+
+def test_a_turn_with_a_live_and_a_dead_claim(memory: Memory, clock: Clock) -> None:
+    old_turn, _ = two_turns(memory, clock, "We deploy the shop API on Fly.io. The design team meets on Mondays.")
+    assert {c.content for c in claims_of(memory)} == {"The design team meets on Mondays.",
+                                                     "Quick update: we're on Render now for the shop API."}  # fmt: skip
+    hits = memory.recall("when does the design team meet?", project=P, k=5)
+    (mine,) = [h for h in hits if said_in(h) == old_turn]
+    assert mine.older_than is None  # its live half answers this query: it is not older news
+
+
+def test_tool_observations_events_and_claims_off_make_no_claims(
+    data_dir: Path, embedder: FakeEmbedder, clock: Clock
+) -> None:
+    with Memory(data_dir, embedder=embedder, clock=clock) as mem:
+        mem.observe([turn("Used Edit: we deploy the shop API on Fly.io now", MAY, "s1", title="Edit")])
+        mem.observe([NewMemory(content="We deployed the shop API on Fly.io today.", project=P, kind="event")])
+        assert claims_of(mem, None) == []
+    with Memory(data_dir.parent / "off", embedder=embedder, clock=clock,
+                config=Config(claims=ClaimRules(enabled=False))) as mem:  # fmt: skip
+        mem.observe([turn(OLD, MAY, "s1")])
+        assert claims_of(mem, None) == []
+
+
+def test_observe_stays_all_or_nothing(memory: Memory) -> None:
+    with pytest.raises(ValidationError, match="observation 1"):
+        memory.observe([turn(OLD, MAY, "s1"), turn(" ", MAY, "s1")])
+    assert memory.list_versions(projects=[P], status=None)[0] == []
+
+
+def test_claims_never_replace_a_remembered_memory(memory: Memory, clock: Clock) -> None:
+    fact = memory.remember("We deploy the shop API on Fly.io", project=P).memory
+    clock.now = JUNE
+    memory.observe([turn(NEW, JUNE, "s2")])
+    assert memory.get(fact.id).status == "active"  # what was said is evidence; a remembered fact is revised
+    (said,) = claims_of(memory)
+    again = memory.remember(said.content, project=P)  # and a remembered memory never counts as a claim
+    assert again.superseded_id != said.id and memory.get(said.id).reinforcements == 0
+    assert memory.get(said.id).status == "active"
+
+
+@pytest.mark.model
+def test_real_model_claims_through_observe(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock(MAY)
+    with Memory(tmp_path / "d", embedder=real_embedder, clock=clock) as mem:
+        old_turn, new_turn = two_turns(mem, clock)
+        (dead,) = claims_of(mem, "superseded")
+        assert dead.content == "We deploy the shop API on Fly.io." and dead.supersede_reason == "moved"
+        hits = mem.recall(QUERY, project=P, k=3)
+        assert said_in(hits[0]) == new_turn
+        assert [h.older_than is not None for h in hits if said_in(h) == old_turn] == [True]
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_claims_over_the_real_http_server(server: Server) -> None:
+    server.start()
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=server.url, headers=auth, timeout=60) as http:
+        for text, when in ((OLD, "2024-05-01T10:00:00Z"), (NEW, "2024-06-01T10:00:00Z")):
+            r = http.post("/v1/observations", json={"observations": [{"content": text, "session": "s", "at": when}]})
+            assert r.status_code in (200, 201), r.text
+        r = http.post("/v1/recall", json={"query": QUERY, "k": 3})
+        assert r.status_code == 200, r.text
+        top = r.json()["hits"][0]
+        assert top["memory"]["kind"] == "claim" and "Render" in top["memory"]["content"]
+        assert top["stated_in"]["content"] == NEW and top["stated_in"]["kind"] == "observation"
+        r = http.post("/v1/recall", json={"query": QUERY, "k": 3, "include_superseded": True})
+        dead = [h for h in r.json()["hits"] if h["memory"]["status"] == "superseded"]
+        assert dead and dead[0]["memory"]["supersede_reason"] == "moved" and dead[0]["stated_in"]["content"] == OLD
