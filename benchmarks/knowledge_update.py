@@ -178,7 +178,7 @@ def agentmem_rankings(
                         counts["superseded"] += r.outcome == "superseded"
                 counts["write_seconds"] += time.perf_counter() - started
                 counts["memories"] += len(rows)
-            if path != "remember":
+            if path in ("observe", "turns"):
                 made = mem.list_versions(projects=[PROJECT], kinds=[claims.CLAIM], status=None, latest_only=False,
                                          limit=mem.config.max_k)[0]  # fmt: skip
                 counts["claims"] = len(made)
@@ -413,14 +413,19 @@ def render_markdown(res: dict[str, Any]) -> str:
         lines += [f"adjudicated: remember() with the provider ruling on undecided pairs ({source}); "
                   f"requests to the model {adj['asked']:.0f}, from the cache {adj['cached']:.0f}; turns "
                   f"superseded: {res['superseded_turns'][ADJUDICATED]}.", ""]  # fmt: skip
+    gone = res["superseded_turns"]["remember"]
+    lines.append(f"earlier@10 asked {hist} history. Turns superseded by remember(): {gone}.")
+    c = res.get("claims")
+    if c:
+        lines += [
+            f"observe: {c['claims']} claims from {c['turns']} user turns (rules {c['rules']}), "
+            f"{res['superseded_turns']['observe']} of them superseded by a later claim.",
+            f"Cost per turn: splitting and choosing sentences {c['split_ms_per_turn']} ms; the whole write "
+            "(embedding from the cache, rules, commit) in ms: "
+            + ", ".join(f"{p} {v}" for p, v in c["write_ms_per_turn"].items())
+            + ".",
+        ]
     lines += [
-        f"earlier@10 asked {hist} history. Turns superseded by remember(): {res['superseded_turns']['remember']}.",
-        f"observe: {res['claims']['claims']} claims from {res['claims']['turns']} user turns "
-        f"(rules {res['claims']['rules']}), {res['superseded_turns']['observe']} of them superseded by a later claim.",
-        f"Cost per turn: splitting and choosing sentences {res['claims']['split_ms_per_turn']} ms; the whole write "
-        "(embedding from the cache, rules, commit) in ms: "
-        + ", ".join(f"{p} {v}" for p, v in res["claims"]["write_ms_per_turn"].items())
-        + ".",
         "One question is 100/n points: with n around a dozen, a difference of one question is noise.",
         "",
         f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "

@@ -126,7 +126,9 @@ def test_export_import_over_http(client: TestClient, tmp_path, embedder) -> None
     r = client.get("/v1/export", headers=auth("read"))
     lines = r.text.splitlines()
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
-    assert {json.loads(x)["memory"]["project"] for x in lines[1:]} == {"shop"}  # never another project's
+    rows = [json.loads(x) for x in lines[1:]]
+    assert {x["memory"]["project"] for x in rows if "memory" in x} == {"shop"}  # never another project's
+    assert all(x["audit"]["project"] == "shop" for x in rows if "audit" in x)
     with Memory(tmp_path / "other", embedder=embedder) as other:
         with TestClient(create_app(load(env=ENV), mem=other)) as c2:
             r = c2.post("/v1/import", content="\n".join(lines).encode(), headers=auth("write"))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agentmem.config import ClaimRules
 from agentmem.errors import ProviderCacheMissError
 from benchmarks.knowledge_update import (
     ADJUDICATED,
@@ -140,8 +141,8 @@ def test_adjudicated_system_records_then_replays_with_no_model(tmp_path: Path) -
     try:
         cfg, path, replies = adjudication(args)
         assert cfg is not None and cfg.adjudicate and path == out / "knowledge_update_replies.json" and replies == {}
-        recorded = agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, cfg, replies)  # type: ignore[arg-type]
-        plain = agentmem_rankings(q, turns, "remember", FakeEmbedder(), tmp_path)  # type: ignore[arg-type]
+        recorded = agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, ClaimRules(), cfg, replies)  # type: ignore[arg-type]
+        plain = agentmem_rankings(q, turns, "remember", FakeEmbedder(), tmp_path, ClaimRules())  # type: ignore[arg-type]
     finally:
         provider.stop()  # no model from here on
     assert len(provider.requests) == 1 and recorded[2]["superseded"] == 1 and recorded[2]["asked"] == 1
@@ -152,10 +153,10 @@ def test_adjudicated_system_records_then_replays_with_no_model(tmp_path: Path) -
     replay_args = argparse.Namespace(adjudicate=None, model="judge", replies=None, out=out, cache_only=True)
     cfg, _, loaded = adjudication(replay_args)
     assert cfg is not None and cfg.cache_only and list(loaded) == ["notes"]
-    replayed = agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, cfg, loaded)  # type: ignore[arg-type]
+    replayed = agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, ClaimRules(), cfg, loaded)  # type: ignore[arg-type]
     assert replayed[:2] == recorded[:2] and (replayed[2]["asked"], replayed[2]["cached"]) == (0, 1)
     with pytest.raises(ProviderCacheMissError):  # a reply the file does not hold: an error, never a guess
-        agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, cfg, {})  # type: ignore[arg-type]
+        agentmem_rankings(q, turns, ADJUDICATED, FakeEmbedder(), tmp_path, ClaimRules(), cfg, {})  # type: ignore[arg-type]
     systems = ("naive", "observe", "remember", ADJUDICATED)
     runs = dict.fromkeys(systems[:3], plain) | {ADJUDICATED: replayed}
     scored = {s: measures(r[0], r[1], turns) for s, r in runs.items()}
