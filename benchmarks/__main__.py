@@ -40,12 +40,14 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "lifecycle": ("benchmarks.lifecycle", "archive sweep of half of 100k and recall before/after", "15 min"),
     "time_parsing": ("benchmarks.time_parsing", "what understanding time in a query costs recall, per parser",
                      "1 min"),
+    "peers": ("benchmarks.peers", "agentmem vs mem0, chromadb, LangGraph InMemoryStore: adds/s, search p50/p95, RSS",
+              "30-60 min"),
     "admission": ("benchmarks.admission", "LoCoMo through the admission policy: admitted, rejected, evidence covered",
                   "5 min"),
 }  # fmt: skip
 GROUPS = {
     "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs", "knowledge_update", "situatedqa"],
-    "speed": ["latency", "http_latency", "concurrency", "lifecycle"],
+    "speed": ["latency", "http_latency", "concurrency", "lifecycle", "peers"],
 }
 
 
