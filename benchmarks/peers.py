@@ -19,6 +19,10 @@ Two rows:
   mem0's own vector store `insert` with the payload mem0 writes), then the last `--timed-adds`
   texts go in one `add` at a time, timed.
 
+agentmem runs on torch here (the peers' runtime: two OpenMP runtimes in one process slow each other);
+`AGENTMEM_EMBEDDER=onnx` with `--systems agentmem` measures it on its default ONNX Runtime, alone
+in its own process.
+
 Peers that are not installed are skipped with the reason (`pip install -c constraints.txt -e '.[peers]'`).
 """
 
@@ -70,6 +74,7 @@ PACKAGES = {"agentmem": "agentmem", "mem0": "mem0ai", "chromadb": "chromadb", "l
 MODULES = {"agentmem": "agentmem", "mem0": "mem0", "chromadb": "chromadb", "langgraph": "langgraph.store.memory"}
 PROJECT = "bench"  # agentmem's project, mem0's user_id, chromadb's collection, LangGraph's namespace
 K = 10
+MIN_CHARS = 20  # as Corpus.load's sentences: no "ok" or blank turns
 MAX_CHARS = 2000  # the vector row's whole turns: up to this long (a few LongMemEval turns are whole documents)
 WARM_UP = "warm up"  # what every system embeds once before it is timed
 
@@ -107,7 +112,7 @@ def raw_turns(data_dir: Path) -> list[str]:
 
 def vector_texts(short: Sequence[str], turns: Sequence[str], cached: Callable[[str], bool], seed: int) -> list[str]:
     """Distinct texts for the vector row: those with cached vectors first, each group in a seeded order."""
-    pool = list(dict.fromkeys(t for t in [*short, *turns] if len(t) <= MAX_CHARS))
+    pool = list(dict.fromkeys(t for t in [*short, *turns] if MIN_CHARS <= len(t.strip()) <= MAX_CHARS))
     have = [t for t in pool if cached(t)]
     rest = [t for t in pool if not cached(t)]
     rng = random.Random(seed)
@@ -199,7 +204,15 @@ class AgentMem(System):
         from agentmem import Memory
         from indexes.embed import SentenceTransformerEmbedder
 
-        self.embedder: Any = LookupEmbedder(lookup) if lookup else SentenceTransformerEmbedder(threads=threads)
+        self.embedder: Any
+        if lookup is not None:
+            self.embedder = LookupEmbedder(lookup)
+        elif os.environ.get("AGENTMEM_EMBEDDER", "torch").strip().lower() == "onnx":  # agentmem's own default
+            from indexes.onnx_embed import OnnxEmbedder
+
+            self.embedder = OnnxEmbedder(threads=threads)  # no fallback: measure ONNX or fail
+        else:  # torch: the peers' runtime, so that one OpenMP runtime runs in the process
+            self.embedder = SentenceTransformerEmbedder(threads=threads)
         self.mem = Memory(work / "agentmem", embedder=self.embedder)
         self.remembered: dict[str, int] = {}
 
@@ -229,7 +242,8 @@ class AgentMem(System):
         return self.mem.stats().latest_active
 
     def extra(self) -> dict[str, Any]:
-        return {"remember_actions": self.remembered, "embedder": type(self.embedder).__name__}
+        backend = getattr(self.embedder, "backend", "lookup")
+        return {"remember_actions": self.remembered, "embedder": f"{type(self.embedder).__name__} ({backend})"}
 
     def close(self) -> None:
         self.mem.close()
@@ -709,10 +723,12 @@ def plot(results: dict[str, Any], path: Path) -> None:
         names = [n for n, r in row["systems"].items() if not n.startswith("_") and "skipped" not in r]
         colors = ["tab:green" if n == "agentmem" else "tab:gray" for n in names]
         axes[i][0].bar(names, [row["systems"][n]["adds_per_second"] or 0 for n in names], color=colors)
-        axes[i][0].set_title(f"{row['title']}: adds/s (higher is better)", fontsize=9)
+        label = f"{row['size']:,}, {'each embedding' if row['mode'] == 'embed' else 'same vectors'}"
+        axes[i][0].set_title(f"{label}: adds/s (higher is better)", fontsize=9)
         axes[i][1].bar(names, [row["systems"][n]["search_ms"].get("p50", 0) for n in names], color=colors)
-        axes[i][1].set_title(f"{row['title']}: search p50 ms (lower is better)", fontsize=9)
+        axes[i][1].set_title(f"{label}: search p50 ms (lower is better)", fontsize=9)
         for ax in axes[i]:
+            ax.set_yscale("log")
             ax.tick_params(axis="x", labelsize=8)
     save_figure(fig, path)
 
