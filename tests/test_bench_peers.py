@@ -65,9 +65,10 @@ def test_rounds_rotate_and_slice_evenly() -> None:
 
 
 def test_vector_texts_put_cached_first_and_stay_distinct() -> None:
-    cached = {"b", "d"}
-    out = peers.vector_texts(["a", "b", "c"], ["b", "d", "e"], cached.__contains__, seed=1)
-    assert sorted(out[:2]) == ["b", "d"] and sorted(out) == ["a", "b", "c", "d", "e"]
+    a, b, c, d, e = (f"{w} is a text long enough to be a memory" for w in "abcde")
+    cached = {b, d}
+    out = peers.vector_texts([a, b, c, "too short", "x" * 2001], [b, d, e, "   "], cached.__contains__, seed=1)
+    assert sorted(out[:2]) == [b, d] and sorted(out) == [a, b, c, d, e]
 
 
 def test_lookup_serves_the_given_vectors() -> None:
