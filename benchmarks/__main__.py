@@ -43,12 +43,14 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "backends": ("benchmarks.backends",
                  "PostgreSQL on 1/2/3 nodes vs embedded: requests/s, p50/p99; LongMemEval and LoCoMo R@5 on both",
                  "30 min"),
+    "peers": ("benchmarks.peers", "agentmem vs mem0, chromadb, LangGraph InMemoryStore: adds/s, search p50/p95, RSS",
+              "30-60 min"),
     "admission": ("benchmarks.admission", "LoCoMo through the admission policy: admitted, rejected, evidence covered",
                   "5 min"),
 }  # fmt: skip
 GROUPS = {
     "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs", "knowledge_update", "situatedqa"],
-    "speed": ["latency", "http_latency", "concurrency", "lifecycle", "backends"],
+    "speed": ["latency", "http_latency", "concurrency", "lifecycle", "backends", "peers"],
 }
 
 

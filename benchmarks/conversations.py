@@ -57,6 +57,10 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self._rows)
 
+    def has(self, text: str) -> bool:
+        """True when the vector of this exact text is cached."""
+        return text_key(text) in self._rows
+
     def ensure(self, texts: Iterable[str], *, batch: int = 1024, desc: str = "embed") -> None:
         """Embed (and save) every text not cached yet, in batches, with a progress bar on a terminal."""
         todo = list(dict.fromkeys(t for t in texts if text_key(t) not in self._rows))
