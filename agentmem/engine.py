@@ -49,7 +49,7 @@ from agentmem.store import RetryConflict, Store, StoreOfRecord, compact
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.unit import Write
 from agentmem.validate import MAX_ID
-from agentmem.writer import ModelGate, Writer
+from agentmem.writer import Writer
 from indexes.docs import Doc, IndexFailure
 from indexes.embed import EmbedBatcher, Embedder, embed_query
 from indexes.onnx_embed import embedder_named
@@ -61,21 +61,38 @@ DB_FILE = "agentmem.duckdb"
 
 T = TypeVar("T")
 CURRENT = Filter(current_only=True)
-QUERY_RUNNERS = os.cpu_count() or 1  # query embeddings run at once (each a batch of those waiting)
+QUERY_RUNNERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+# (query embeddings that run at once, each a batch of those waiting: one a core this process may use)
 
 
 P = ParamSpec("P")
 
 
+class ModelChanged(Exception):
+    """A write embedded with one model reached the writer after a change of model: run it again."""
+
+
+_embedding = threading.local()  # the model this thread's write (see `gated`) embeds with
+
+
 def gated(write: Callable[Concatenate[Engine, P], T]) -> Callable[Concatenate[Engine, P], T]:
-    """A write that embeds outside the writer and commits later, run inside the engine's
-    `ModelGate`: a change of model waits for it, so its vectors are stored as the model that
-    made them."""
+    """A write that embeds outside the writer and commits later. Each of its jobs checks, under
+    the writer, that the model it embedded with still serves; if a change of model landed in
+    between, the whole write runs again with the new one (its vectors are never stored under
+    another model's name, and nothing waits for anything)."""
 
     @functools.wraps(write)
     def inside(engine: Engine, *args: P.args, **kwargs: P.kwargs) -> T:
-        with engine.gate.prepare():
-            return write(engine, *args, **kwargs)
+        outer = getattr(_embedding, "model", None)
+        try:
+            while True:
+                _embedding.model = engine.model
+                try:
+                    return write(engine, *args, **kwargs)
+                except ModelChanged:
+                    log.info("the model changed during a write: running it again")
+        finally:
+            _embedding.model = outer
 
     return inside
 
@@ -101,8 +118,8 @@ class Engine:
         self.clock = clock
         self.model = embedder.name
         self.database_url = database_url
-        self.gate = ModelGate()
         self.reembedding: Reembedding | None = None
+        self._embedded: set[int] = set()
         self._reembed_thread: threading.Thread | None = None
         self._access: Counter[int] = Counter()
         self._access_lock = threading.Lock()
@@ -176,18 +193,33 @@ class Engine:
 
     def run(self, job: Callable[[Write], T]) -> T:
         """Run `job` in the next group commit; its result once the batch is durable and applied."""
-        return self.writer.run(job)
+        return self.writer.run(self._checked(job))
 
     @contextmanager
     def write(self) -> Iterator[Write]:
         """A unit of its own, committed on exit: the store it reads holds every acknowledged write."""
         with self.writer.exclusive() as w:
+            self._checked(lambda w: None)(w)
             yield w
 
     def run_alone(self, job: Callable[[Write], T]) -> T:
         """`job` in a unit of its own (as `write`), run again when a shared store reports that
         another node changed what it read (`Writer.run_alone`)."""
-        return self.writer.run_alone(job)
+        return self.writer.run_alone(self._checked(job))
+
+    def _checked(self, job: Callable[[Write], T]) -> Callable[[Write], T]:
+        """`job`, refused (ModelChanged) if the `gated` write it belongs to embedded with a model
+        that no longer serves by the time it runs under the writer."""
+        model = getattr(_embedding, "model", None)
+        if model is None:
+            return job
+
+        def checked(w: Write) -> T:
+            if model != self.model:
+                raise ModelChanged(f"embedded with {model}, {self.model} serves now")
+            return job(w)
+
+        return checked
 
     @staticmethod
     def compact(path: Path) -> tuple[int, int]:  # DuckDB only: PostgreSQL has VACUUM FULL
@@ -307,11 +339,11 @@ class Engine:
             raise ValidationError(f"queries must be embedded with {self.model}, not {embedder.name}")
         self._queries = EmbedBatcher(embedder, max_texts=32, runners=QUERY_RUNNERS)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """A recall's query vector: from the embedder's cache, or embedded together with the other
-        queries waiting (up to 32 in one forward pass, one pass a core at once)."""
+    def embed_query(self, text: str) -> tuple[np.ndarray, str]:
+        """A recall's query vector and its model: from the embedder's cache, or embedded together
+        with the other queries waiting (up to 32 in one forward pass, one pass a core at once)."""
         queries = self._queries  # read once: a change of model swaps it (and its embedder) whole
-        return embed_query(queries.embedder, text, queries)
+        return embed_query(queries.embedder, text, queries), queries.embedder.name
 
     def vector_for(self, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
         """The vector of this content, and whether the store has it already (else it is embedded
@@ -368,9 +400,16 @@ class Engine:
                 bar.update(len(rows))
 
     def _put_vectors(self, rows: list[tuple[str, str]], embedder: Embedder) -> None:
-        vectors = embedder.embed([c for _, c in rows])
-        with self.writer.lock, self.store.transaction() as tx:
-            self.store.put_embeddings(tx, [h for h, _ in rows], embedder.name, vectors)
+        """Embed `rows` (hash, text) outside the writer; store the vectors of those a version still
+        holds (a governance delete may have erased one meanwhile: its vector must not come back)."""
+        vectors = dict(zip((h for h, _ in rows), embedder.embed([c for _, c in rows]), strict=True))
+        with self.writer.lock:
+            held = [h for h in self.store.held_hashes(list(vectors)) if h in vectors]
+            if held:
+                with self.store.transaction() as tx:
+                    self.store.put_embeddings(tx, held, embedder.name, np.stack([vectors[h] for h in held]))
+            if embedder.name == self.model:  # a later write of the same text reuses it (no second insert)
+                self._embedded.update(_hash_key(h) for h in held)
 
     def _reembed(self) -> None:
         """Give every version (past ones too: `as_of` and history searches use them) a vector of
@@ -391,7 +430,9 @@ class Engine:
             if self._closing.is_set():
                 return
             if self.embedder is not target:
+                old = self.model
                 self._switch(target)
+                self.audit_rebuild(["vectors"], "agentmem", f"model changed from {old} to {target.name}", True)
             log.warning("every version has a %s vector; serving with it", target.name)
             self.reembedding = None
         except Exception as exc:  # the old model goes on serving; the next open starts again
@@ -400,8 +441,9 @@ class Engine:
                 log.exception("re-embedding for %s failed", target.name)
 
     def _switch(self, target: Embedder) -> None:
-        """Swap in a vector index of `target` built beside the live one, and serve with `target`:
-        no write is between its embedding and its commit meanwhile (`ModelGate`)."""
+        """Swap in a vector index of `target` built beside the live one, and serve with `target`.
+        A write embedded with the old model and not committed yet runs again (`gated`); a recall
+        whose query vector meets the other model's index embeds it again (`StaleModel`)."""
         assert isinstance(self.store, Store) and isinstance(self.indexes, IndexSet)
         source = StoreSource(self.store, target.name)
 
@@ -411,7 +453,8 @@ class Engine:
                 if len(rows) < 256:
                     return
 
-        with self.indexes.model_switch(target.name, source, catch_up) as install, self.gate.closed(), self.writer.lock:
+        switch = self.indexes.model_switch(target.name, source, catch_up, cancelled=self._closing.is_set)
+        with switch as install, self.writer.lock:
             catch_up()
             install()
             self.embedder, self.model, self.source = target, target.name, source

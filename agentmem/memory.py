@@ -34,7 +34,7 @@ from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, Reme
 from agentmem.retention import Retention, retention
 from agentmem.slots import newer_first, query_words
 from agentmem.store import StoreOfRecord
-from indexes.docs import IndexFailure
+from indexes.docs import IndexFailure, StaleModel
 from indexes.embed import Embedder
 from indexes.onnx_embed import embedder_named
 from indexes.sync import Consistency
@@ -275,11 +275,11 @@ class Memory:
         if when is not None:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds))  # fmt: skip
-            qv = self._query_vector(query)
+            qv, model = self._query_vector(query)
             if qv is not None:
                 self._vector_error = None
             n = max(self.config.recall_candidates, 4 * k)
-            found = as_of_candidates(self.store, self.embedder.name, query, qv, when, n, scope)
+            found = as_of_candidates(self.store, model or self.engine.model, query, qv, when, n, scope)
             hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                         window=window)  # fmt: skip
             hits = self._rolled_up(hits, frozenset(), sink=True)  # which claims were current then: not asked
@@ -290,14 +290,7 @@ class Memory:
         text_hits = self.indexes.search_text(
             query, n, project=project, agents=[agent] if agent else [], kinds=kinds, tiers=tiers
         )
-        qv = self._query_vector(query)
-        try:
-            vector_hits = [] if qv is None else self.indexes.search_vector(qv, n, project=project)
-            if qv is not None:
-                self._vector_error = None
-        except IndexFailure as exc:
-            self._vector_down(exc)
-            vector_hits = []
+        vector_hits, qv, model = self._vector_hits(query, n, project)
         now = self.clock()
         tier_set, kind_set = set(tiers), set(kinds)
 
@@ -319,7 +312,7 @@ class Memory:
         if include_superseded:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds), statuses=("superseded",))  # fmt: skip
-            found = stored_candidates(self.store, self.embedder.name, query, qv, n, scope)
+            found = stored_candidates(self.store, model or self.engine.model, query, qv, n, scope)
             old = fuse(*found, now=now, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                        window=window)  # fmt: skip
             hits = under_successors(hits + old)
@@ -353,13 +346,35 @@ class Memory:
         turns = {**turns, **self.store.get_many(missing)} if missing else turns
         return claims.roll_up(hits, asked, turns, self.store.built_on_each, sink=sink)
 
-    def _query_vector(self, query: str) -> np.ndarray | None:
-        """The query's embedding, or None while the model is down (recall then answers by words)."""
+    def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
+        """The query's embedding and its model, or None while the model is down (recall then
+        answers by words)."""
         try:
             return self.engine.embed_query(query)
         except IndexFailure as exc:
             self._vector_down(exc)
-            return None
+            return None, None
+
+    def _vector_hits(
+        self, query: str, n: int, project: str | None
+    ) -> tuple[list[tuple[int, float]], np.ndarray | None, str | None]:
+        """The vector index's nearest current memories to the query, the query vector and its
+        model (no hits while the model is down); embedded again if a change of model swapped the
+        index in between."""
+        for _ in range(3):
+            qv, model = self._query_vector(query)
+            if qv is None:
+                return [], None, None
+            try:
+                found = self.indexes.search_vector(qv, n, project=project, model=model)
+            except StaleModel:
+                continue
+            except IndexFailure as exc:
+                self._vector_down(exc)
+                return [], qv, model
+            self._vector_error = None
+            return found, qv, model
+        return [], None, None
 
     def _vector_down(self, exc: IndexFailure) -> None:
         """Degrade to word search, say so (`degraded`), and try the vector side again next time."""

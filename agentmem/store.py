@@ -418,6 +418,15 @@ class StoreOfRecord(ABC):
         )
         return int(rows[0][0])
 
+    def held_hashes(self, hashes: Sequence[str]) -> set[str]:
+        """Which of these content hashes a version that is not erased still holds."""
+        rows = self._rows(
+            "SELECT DISTINCT content_hash FROM memories WHERE status <> 'deleted' AND content_hash IN "
+            "(SELECT unnest(?::VARCHAR[]))",
+            [list(hashes)],
+        )
+        return {r[0] for r in rows}
+
     def embedding_models(self) -> dict[str, int]:
         """How many vectors the store holds for each model."""
         return {r[0]: int(r[1]) for r in self._rows("SELECT model, count(*) FROM embeddings GROUP BY model")}

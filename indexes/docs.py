@@ -14,6 +14,11 @@ class IndexFailure(Exception):
     """An index could not be read or written. The `agentmem` errors wrap this one."""
 
 
+class StaleModel(Exception):
+    """A query vector of one model met a vector index of another (a change of model landed
+    between the embedding and the search): embed the query again."""
+
+
 class IndexCorrupt(IndexFailure):
     """An index on disk is missing, truncated, or was built for another model or schema."""
 

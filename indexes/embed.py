@@ -202,14 +202,17 @@ class EmbedBatcher:
         if not batch:
             return
         try:
-            vectors = self.embedder.embed([t for r in batch for t in r.texts])
+            vectors = np.asarray(self.embedder.embed([t for r in batch for t in r.texts]), dtype=np.float32)
+            start = 0
+            for r in batch:
+                r.vectors = vectors[start : start + len(r.texts)]
+                start += len(r.texts)
+                if len(r.vectors) != len(r.texts):
+                    raise IndexFailure(f"the embedder returned {len(vectors)} vectors for {start} texts")
         except BaseException as exc:  # every caller of the batch hears why
             for r in batch:
-                r.error, r.done = exc, True
+                r.error = exc
+        finally:
+            for r in batch:
+                r.done = True
                 r.finished.set()
-            return
-        start = 0
-        for r in batch:
-            r.vectors, r.done = vectors[start : start + len(r.texts)], True
-            r.finished.set()
-            start += len(r.texts)

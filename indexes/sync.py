@@ -8,6 +8,7 @@ store's documents (vectors come from the store, nothing is re-embedded).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import sys
@@ -22,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from indexes.bm25 import BM25Index
-from indexes.docs import Doc, IndexCorrupt, IndexFailure, OutboxEntry
+from indexes.docs import Doc, IndexCorrupt, IndexFailure, OutboxEntry, StaleModel
 from indexes.vectors import VectorIndex
 
 log = logging.getLogger("agentmem")
@@ -106,6 +107,7 @@ class IndexSet:
         self.flush_every = flush_every
         self.rebuilt: list[str] = []
         self._holds: list[int] = []  # seqs that builds in progress still need from the outbox
+        self._building = threading.Lock()  # one vector build at a time: they share a side directory
         self.closed = False
         # The writers' lock of the caller: outbox reads, prunes and index swaps happen under it.
         self._swap = lock or threading.RLock()
@@ -155,12 +157,20 @@ class IndexSet:
             with self._swap:
                 self._holds.remove(seq)
 
-    def _fill(self, ix: BM25Index | VectorIndex, desc: str, source: Source | None = None) -> None:
+    def _fill(
+        self,
+        ix: BM25Index | VectorIndex,
+        desc: str,
+        source: Source | None = None,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> None:
         """Load every indexable document into an empty index, marking it as applied up to the hold."""
         seq = min(self._holds)
         source = source or self.source
         with _progress(source.indexable_count(), desc) as bar:
             for docs in source.iter_docs(BATCH):
+                if cancelled():
+                    raise IndexFailure("the build was cancelled")
                 ix.apply(docs, [], seq=0)
                 bar.update(len(docs))
         ix.apply([], [], seq=seq)
@@ -175,28 +185,32 @@ class IndexSet:
             ix.close()
         return path
 
-    def _build_vectors(self, model: str | None = None, source: Source | None = None) -> Path:
+    def _build_vectors(
+        self, model: str | None = None, source: Source | None = None, cancelled: Callable[[], bool] = lambda: False
+    ) -> Path:
         """A complete vector index in a side directory: of this index set's model, or of `model`
-        with vectors from `source` (a model switch)."""
+        with vectors from `source` (a model switch). The caller holds `_building`."""
         path = self.path / "vectors.rebuild"
         source = source or self.source
         capacity = int(source.indexable_count() * 1.25) + 1024
         ix = VectorIndex.create(path, self.dim, model or self.model, capacity=capacity)
-        self._fill(ix, "rebuild vectors", source)
+        self._fill(ix, "rebuild vectors", source, cancelled)
         ix.flush(force=True)
         return path
 
     @contextmanager
-    def model_switch(self, model: str, source: Source, ready: Callable[[], None]) -> Iterator[Callable[[], None]]:
+    def model_switch(
+        self, model: str, source: Source, ready: Callable[[], None], cancelled: Callable[[], bool] = lambda: False
+    ) -> Iterator[Callable[[], None]]:
         """Build a vector index of another model beside the live one (searches go on against the
         live one); yields the function that swaps it in. The outbox is held from the start:
         `ready()` runs first and must leave `source` a vector for every version written so far
         (the build takes those), and the caller runs `install` holding the writers' lock once
         `source` has one for every version written since (the outbox replays those). Not swapped
         in: the build is dropped."""
-        with self._hold():
+        with self._building, self._hold():
             ready()
-            built = self._build_vectors(model, source)
+            built = self._build_vectors(model, source, cancelled)
 
             def install() -> None:
                 with self._swap:
@@ -322,7 +336,7 @@ class IndexSet:
         for name in ("bm25", "vectors"):
             if name not in which:
                 continue
-            with self._hold():
+            with self._building if name == "vectors" else contextlib.nullcontext(), self._hold():
                 built = self._build_bm25() if name == "bm25" else self._build_vectors()
                 with self._swap:
                     if self.closed:
@@ -367,8 +381,14 @@ class IndexSet:
     ) -> list[tuple[int, float]]:
         return self.bm25.search(text, k, project=project, agents=agents, kinds=kinds, tiers=tiers)
 
-    def search_vector(self, vector: np.ndarray, k: int, *, project: str | None = None) -> list[tuple[int, float]]:
-        return self.vectors.search(vector, k, project=project)
+    def search_vector(
+        self, vector: np.ndarray, k: int, *, project: str | None = None, model: str | None = None
+    ) -> list[tuple[int, float]]:
+        """Nearest current ids; `model`, the one that made `vector`, must be this index's (else StaleModel)."""
+        ix = self.vectors
+        if model is not None and model != ix.model:
+            raise StaleModel(f"a {model} query vector for a {ix.model} index")
+        return ix.search(vector, k, project=project)
 
     def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The indexed vectors of these ids (those it holds)."""

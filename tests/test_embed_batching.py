@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from agentmem import Memory
+from agentmem import Memory, engine
 from indexes.embed import EmbedBatcher, QueryCache
 from tests.fakes import FakeEmbedder
 
@@ -74,7 +74,8 @@ class CachedSlow(Slow, QueryCache):
         QueryCache.__init__(self, 64)
 
 
-def test_recall_queries_are_batched_and_cached(data_dir, clock) -> None:  # type: ignore[no-untyped-def]
+def test_recall_queries_are_batched_and_cached(data_dir, clock, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(engine, "QUERY_RUNNERS", 2)  # fewer runners than callers, on any machine
     model = CachedSlow()
     with Memory(data_dir, embedder=model, clock=clock) as mem:
         for i in range(20):
@@ -91,3 +92,15 @@ def test_recall_queries_are_batched_and_cached(data_dir, clock) -> None:  # type
         again = len(model.sizes)
         mem.recall(queries[3], project="p", k=1)
         assert len(model.sizes) == again  # a repeated query comes from the cache
+
+
+def test_a_broken_embedder_fails_every_caller_and_hangs_none() -> None:
+    class Short(FakeEmbedder):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            return super().embed(texts)[:1]  # one vector, whatever was asked
+
+    batcher = EmbedBatcher(Short(), runners=2)
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(batcher.embed, [f"text {i}", f"more {i}"]) for i in range(4)]
+        errors = [f.exception(timeout=10) for f in futures]
+    assert all(e is not None and "vectors for" in str(e) for e in errors)

@@ -88,6 +88,36 @@ def test_new_model_serves_only_after_every_version_is_reembedded(data_dir, clock
         assert "4007" in past[0].memory.content
 
 
+def test_after_the_switch_a_past_text_can_be_written_again(data_dir, clock) -> None:  # type: ignore[no-untyped-def]
+    _written(data_dir, clock, n=5)
+    with Memory(data_dir, embedder=NewModel(), clock=clock, embedders=lambda name: None) as mem:
+        _wait(mem)  # the new model served at once; past versions embedded in the background
+        r = mem.remember("Service 3 listens on port 4003", project="p")  # a superseded version's text
+        assert r.outcome in ("created", "superseded") and mem.check().ok
+
+
+def test_a_text_erased_during_reembedding_gets_no_vector_back(data_dir, clock) -> None:  # type: ignore[no-untyped-def]
+    from agentmem.text import sha256
+
+    _written(data_dir, clock, n=3)
+    erased = threading.Event()
+
+    class Held(NewModel):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            if any("4001" in t for t in texts):
+                erased.wait(10)  # the delete commits while this batch is embedded
+            return super().embed(texts)
+
+    with _open(data_dir, Held(), clock) as mem:
+        lineage = mem.get(2).lineage_id
+        victim = [v for v in mem.store.lineage(lineage) if "4001" in v.content][0]
+        mem.delete(ids=[victim.id], reason="erase request", actor="t")
+        erased.set()
+        _wait(mem)
+        assert mem.store.vectors([sha256("Service 1 listens on port 4001")], NewModel.name) == {}
+        assert mem.check().ok
+
+
 def test_writes_during_the_switch_keep_each_vector_under_its_model(data_dir, clock) -> None:  # type: ignore[no-untyped-def]
     _written(data_dir, clock, n=20)
     new, old = NewModel(delay=0.02), FakeEmbedder()

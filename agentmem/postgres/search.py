@@ -69,8 +69,11 @@ class PgIndexes:
         )
         return [(int(i), float(s)) for i, s in rows]
 
-    def search_vector(self, vector: np.ndarray, k: int, *, project: str | None = None) -> list[tuple[int, float]]:
-        """Top `k` (id, cosine similarity) of current versions, through the partial HNSW index."""
+    def search_vector(
+        self, vector: np.ndarray, k: int, *, project: str | None = None, model: str | None = None
+    ) -> list[tuple[int, float]]:
+        """Top `k` (id, cosine similarity) of current versions, through the partial HNSW index (of
+        the one model the database serves: `model` is not checked)."""
         if k <= 0:
             return []
         cond, params = M_CURRENT, [np.asarray(vector, dtype=np.float32)]
