@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import sys
 import threading
 import time
@@ -61,8 +60,6 @@ DB_FILE = "agentmem.duckdb"
 
 T = TypeVar("T")
 CURRENT = Filter(current_only=True)
-QUERY_RUNNERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-# (query embeddings that run at once, each a batch of those waiting: one a core this process may use)
 
 
 P = ParamSpec("P")
@@ -158,7 +155,7 @@ class Engine:
                 self.embedder = self._serving(embedders)
                 self.model = self.embedder.name
             self._batcher = EmbedBatcher(self.embedder)
-            self._queries = EmbedBatcher(self.embedder, max_texts=32, runners=QUERY_RUNNERS)
+            self._queries = self.embedder
             self._backfill_embeddings()
             # which contents have a stored vector: a new text skips the store lookup and the
             # insert's existence check (kept in step by _commit, under the writer)
@@ -330,20 +327,22 @@ class Engine:
 
     @property
     def query_embedder(self) -> Embedder:
-        return self._queries.embedder
+        return self._queries
 
     @query_embedder.setter
     def query_embedder(self, embedder: Embedder) -> None:
         """Embed queries with another instance of the serving model (its own cache, threads)."""
         if (embedder.name, embedder.dim) != (self.model, self.embedder.dim):
             raise ValidationError(f"queries must be embedded with {self.model}, not {embedder.name}")
-        self._queries = EmbedBatcher(embedder, max_texts=32, runners=QUERY_RUNNERS)
+        self._queries = embedder
 
     def embed_query(self, text: str) -> tuple[np.ndarray, str]:
-        """A recall's query vector and its model: from the embedder's cache, or embedded together
-        with the other queries waiting (up to 32 in one forward pass, one pass a core at once)."""
-        queries = self._queries  # read once: a change of model swaps it (and its embedder) whole
-        return embed_query(queries.embedder, text, queries), queries.embedder.name
+        """A recall's query vector and its model, from the embedder's cache when the query came
+        recently. Each query is embedded on its own: on this model and CPU a batch of short queries
+        costs as much a query as one alone (`python -m benchmarks.embedders`), so concurrent
+        recalls run side by side instead."""
+        embedder = self._queries  # read once: a change of model swaps it
+        return embed_query(embedder, text), embedder.name
 
     def vector_for(self, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
         """The vector of this content, and whether the store has it already (else it is embedded
@@ -459,7 +458,7 @@ class Engine:
             install()
             self.embedder, self.model, self.source = target, target.name, source
             self._batcher = EmbedBatcher(target)
-            self._queries = EmbedBatcher(target, max_texts=32, runners=QUERY_RUNNERS)
+            self._queries = target
             self._embedded = {_hash_key(h) for h in self.store.embedded_hashes(target.name)}
 
     # -- reading -----------------------------------------------------------------------

@@ -127,28 +127,19 @@ class SentenceTransformerEmbedder(QueryCache):
         return np.asarray(vectors, dtype=np.float32)
 
 
-
-def embed_query(embedder: Embedder, text: str, batcher: EmbedBatcher | None = None) -> np.ndarray:
-    """A query vector, through the embedder's cache when it has one, and embedded together with
-    other callers' queries when a `batcher` (of the same embedder) is given."""
-    cache = embedder if isinstance(embedder, QueryCache) else None
-    hit = cache.cached(text) if cache is not None else None
-    if hit is not None:
-        return hit
-    vector = (batcher.embed([text]) if batcher is not None else embedder.embed([text]))[0]
-    if cache is not None:
-        cache.keep(text, vector)
-    return vector
+def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+    """A query vector, through the embedder's cache when it has one."""
+    cached = getattr(embedder, "embed_query", None)
+    return cached(text) if cached is not None else embedder.embed([text])[0]
 
 
 class _Request:
-    __slots__ = ("texts", "taken", "done", "finished", "vectors", "error")
+    __slots__ = ("texts", "taken", "done", "vectors", "error")
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
         self.taken = False  # a runner has it
         self.done = False
-        self.finished = threading.Event()
         self.vectors: np.ndarray | None = None
         self.error: BaseException | None = None
 
@@ -156,8 +147,8 @@ class _Request:
 class EmbedBatcher:
     """Embeds the texts of concurrent callers together: whoever finds a runner free embeds
     everything waiting in one call (one forward pass instead of one per caller). At most
-    `runners` forward passes run at once (one a core suits a one-thread model: a batch of 8 short
-    queries costs about 5x one, not 8x, and the other core runs the next batch).
+    `runners` forward passes run at once (one a core suits a one-thread model). A caller whose
+    texts another runner took waits for that pass alone, never for a free runner.
 
     >>> batcher = EmbedBatcher(SentenceTransformerEmbedder())   # doctest: +SKIP
     >>> batcher.embed(["we use postgres"]).shape                # from any thread
@@ -167,40 +158,50 @@ class EmbedBatcher:
     def __init__(self, embedder: Embedder, *, max_texts: int = 256, runners: int = 1) -> None:
         self.embedder = embedder
         self.max_texts = max_texts
-        self._runners = threading.Semaphore(runners)  # one held while a forward pass runs
+        self._free = runners  # runners not in a forward pass
         self._queue: list[_Request] = []
-        self._queue_lock = threading.Lock()
+        self._cond = threading.Condition()  # guards the queue, the requests' flags and `_free`
         self.calls = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         request = _Request(list(texts))
         if not request.texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        with self._queue_lock:
+        with self._cond:
             self._queue.append(request)
-        while not request.done:
-            if request.taken:  # in another runner's batch
-                request.finished.wait()
-                continue
-            with self._runners:
-                if not request.taken:
-                    self._run_once()
+        while True:
+            with self._cond:
+                while not request.done and (request.taken or not self._free):
+                    self._cond.wait()
+                if request.done:
+                    break
+                self._free -= 1
+                batch = self._take()
+            try:
+                self._run(batch)
+            finally:
+                with self._cond:
+                    self._free += 1
+                    self._cond.notify_all()
         if request.error is not None:
             raise request.error
         assert request.vectors is not None
         return request.vectors
 
-    def _run_once(self) -> None:
-        with self._queue_lock:
-            batch: list[_Request] = []
-            n = 0
-            while self._queue and (not batch or n + len(self._queue[0].texts) <= self.max_texts):
-                batch.append(self._queue.pop(0))
-                batch[-1].taken = True
-                n += len(batch[-1].texts)
-            self.calls += bool(batch)
-        if not batch:
-            return
+    def _take(self) -> list[_Request]:
+        """The oldest waiting requests, up to `max_texts` texts (at least one request)."""
+        batch: list[_Request] = []
+        n = 0
+        while self._queue and (not batch or n + len(self._queue[0].texts) <= self.max_texts):
+            batch.append(self._queue.pop(0))
+            batch[-1].taken = True
+            n += len(batch[-1].texts)
+        self.calls += 1
+        return batch
+
+    def _run(self, batch: list[_Request]) -> None:
+        """One forward pass for `batch`; every request of it ends done, with vectors or the error
+        (its callers wake at the notify that follows)."""
         try:
             vectors = np.asarray(self.embedder.embed([t for r in batch for t in r.texts]), dtype=np.float32)
             start = 0
@@ -215,4 +216,3 @@ class EmbedBatcher:
         finally:
             for r in batch:
                 r.done = True
-                r.finished.set()

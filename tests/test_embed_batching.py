@@ -1,4 +1,4 @@
-"""Micro-batching of embeddings: concurrent callers share forward passes, each gets its own rows."""
+"""Micro-batching of write embeddings: concurrent callers share forward passes, each gets its own rows."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from agentmem import Memory, engine
-from indexes.embed import EmbedBatcher, QueryCache
+from indexes.embed import EmbedBatcher
 from tests.fakes import FakeEmbedder
 
 
@@ -64,34 +63,6 @@ def test_a_failing_pass_fails_only_its_own_callers() -> None:
     with pytest.raises(RuntimeError, match="fell over"):
         batcher.embed(["poison pill"])
     assert batcher.embed(["fine text"]).shape == (1, 64)
-
-
-class CachedSlow(Slow, QueryCache):
-    """The slow fake with the real models' query cache."""
-
-    def __init__(self) -> None:
-        Slow.__init__(self, delay=0.02)
-        QueryCache.__init__(self, 64)
-
-
-def test_recall_queries_are_batched_and_cached(data_dir, clock, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(engine, "QUERY_RUNNERS", 2)  # fewer runners than callers, on any machine
-    model = CachedSlow()
-    with Memory(data_dir, embedder=model, clock=clock) as mem:
-        for i in range(20):
-            mem.remember(f"Service {i} runs on host {i * 3}", project="p")
-        before = len(model.sizes)
-        queries = [f"which host runs service {i}?" for i in range(20)]
-        with ThreadPoolExecutor(10) as pool:
-            answers = list(pool.map(lambda q: mem.recall(q, project="p", k=1), queries))
-        passes = model.sizes[before:]
-        assert sum(passes) == 20 and len(passes) < 20  # batched
-        assert all(answers)
-        for q in queries:  # each query kept its own vector (now cached)
-            assert np.allclose(model.cached(q), FakeEmbedder().embed([q])[0], atol=1e-6)
-        again = len(model.sizes)
-        mem.recall(queries[3], project="p", k=1)
-        assert len(model.sizes) == again  # a repeated query comes from the cache
 
 
 def test_a_broken_embedder_fails_every_caller_and_hangs_none() -> None:
