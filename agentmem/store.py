@@ -498,16 +498,15 @@ class StoreOfRecord(ABC):
         """For each of `ids`, the versions derived from it (any status), oldest first: a turn's claims."""
         if not ids:
             return {}
-        rows = self._rows(
-            f"SELECT dst_id, src_id FROM links WHERE kind = 'derived_from' AND dst_id IN ({_placeholders(len(ids))}) "
-            "ORDER BY dst_id, src_id",
-            list(ids),
+        cols = ", ".join(f"m.{c}" for c in COLUMNS)
+        rows = self._rows(  # one round trip: the links and the versions together
+            f"SELECT l.dst_id, {cols} FROM links l JOIN memories m ON m.id = l.src_id WHERE l.kind = 'derived_from' "
+            "AND l.dst_id IN (SELECT unnest(?::BIGINT[])) ORDER BY l.dst_id, m.id",
+            [list(ids)],
         )
-        found = self.get_many(sorted({src for _, src in rows}))
         out: dict[int, list[MemoryVersion]] = {}
-        for dst, src in rows:
-            if src in found:
-                out.setdefault(dst, []).append(found[src])
+        for r in rows:
+            out.setdefault(r[0], []).append(to_version(r[1:]))
         return out
 
     def links(self, memory_id: int) -> list[Link]:
