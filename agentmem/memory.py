@@ -344,7 +344,7 @@ class Memory:
         turns = self.live.many(wanted)
         missing = [t for t in wanted if t not in turns]
         turns = {**turns, **self.store.get_many(missing)} if missing else turns
-        return claims.roll_up(hits, asked, turns, self.store.built_on_each, sink=sink)
+        return claims.roll_up(hits, asked, turns, lambda ids: self.store.built_on_each(ids, self.live.many), sink=sink)
 
     def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
         """The query's embedding and its model, or None while the model is down (recall then

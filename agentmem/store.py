@@ -10,7 +10,7 @@ import os
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -494,19 +494,26 @@ class StoreOfRecord(ABC):
             "id IN (SELECT src_id FROM links WHERE dst_id = ? AND kind = 'derived_from')", [memory_id], order="id"
         )
 
-    def built_on_each(self, ids: Sequence[int]) -> dict[int, list[MemoryVersion]]:
-        """For each of `ids`, the versions derived from it (any status), oldest first: a turn's claims."""
+    def built_on_each(
+        self, ids: Sequence[int], current: Callable[[list[int]], Mapping[int, MemoryVersion]] | None = None
+    ) -> dict[int, list[MemoryVersion]]:
+        """For each of `ids`, the versions derived from it (any status), oldest first: a turn's
+        claims. Those `current(ids)` gives (the live set's) are not read from the store again."""
         if not ids:
             return {}
-        cols = ", ".join(f"m.{c}" for c in COLUMNS)
-        rows = self._rows(  # one round trip: the links and the versions together
-            f"SELECT l.dst_id, {cols} FROM links l JOIN memories m ON m.id = l.src_id WHERE l.kind = 'derived_from' "
-            "AND l.dst_id IN (SELECT unnest(?::BIGINT[])) ORDER BY l.dst_id, m.id",
+        rows = self._rows(
+            "SELECT dst_id, src_id FROM links WHERE kind = 'derived_from' AND dst_id IN (SELECT unnest(?::BIGINT[])) "
+            "ORDER BY dst_id, src_id",
             [list(ids)],
         )
+        wanted = sorted({src for _, src in rows})
+        found = dict(current(wanted)) if current is not None else {}
+        rest = [i for i in wanted if i not in found]
+        found.update(self.get_many(rest) if rest else {})  # a wide-row read: only for past versions
         out: dict[int, list[MemoryVersion]] = {}
-        for r in rows:
-            out.setdefault(r[0], []).append(to_version(r[1:]))
+        for dst, src in rows:
+            if src in found:
+                out.setdefault(dst, []).append(found[src])
         return out
 
     def links(self, memory_id: int) -> list[Link]:
