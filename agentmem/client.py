@@ -135,7 +135,7 @@ class Client:
         body = {"content": content, "reason": reason, **self._json(changes)}
         return self._call("POST", f"/v1/memories/{int(memory_id)}/versions", RememberResult, json=body)  # type: ignore[no-any-return]
 
-    def observe(self, items: Sequence[NewMemory]) -> list[MemoryVersion]:
+    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
         body = {"observations": [_observation(n, m) for n, m in enumerate(items)]}
         return self._call("POST", "/v1/observations", _Observed, json=body).memories  # type: ignore[no-any-return]
 

@@ -51,7 +51,7 @@ def test_export_import_round_trip(run, tmp_path: Path, capsys) -> None:  # type:
     run("remember", "The API listens on port 4000", "--project", "shop", "--key", "api.port")
     dump = tmp_path / "dump.jsonl"
     code, _, err = run("export", str(dump))
-    assert code == 0 and "exported 2 lines" in err
+    assert code == 0 and "exported 3 lines" in err  # two versions and the audit entry of the supersede
     other = tmp_path / "other"
     code = main(
         ["--data-dir", str(other), "import", str(dump)], open_memory=lambda p: Memory(p, embedder=FakeEmbedder())
