@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from agentmem import validate
+from agentmem import claims, validate
 from agentmem.audit import AuditEntry
 from agentmem.engine import Engine, gated
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
@@ -312,4 +312,11 @@ def _victims(
             Filter(projects=projects, kinds=one_of(kinds), created_from=start, created_to=end, exclude_deleted=True)
         )
         whole = []
+    # a turn's claims repeat its words: they go with the turn they were stated in
+    turns = {v.id for v in victims if v.kind == claims.TURN}
+    if turns:
+        named = {v.id for v in victims}
+        said = [c for cs in store.built_on_each(sorted(turns)).values() for c in cs]
+        victims = [*victims, *{c.id: c for c in said if claims.turn_of(c) in turns and c.status != "deleted"
+                               and c.id not in named}.values()]  # fmt: skip
     return sorted(victims, key=lambda v: v.id), set(whole)

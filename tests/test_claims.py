@@ -185,3 +185,14 @@ def test_claims_over_the_real_http_server(server: Server) -> None:
         r = http.post("/v1/recall", json={"query": QUERY, "k": 3, "include_superseded": True})
         dead = [h for h in r.json()["hits"] if h["memory"]["status"] == "superseded"]
         assert dead and dead[0]["memory"]["supersede_reason"] == "moved" and dead[0]["stated_in"]["content"] == OLD
+
+
+def test_deleting_a_turn_erases_the_claims_stated_in_it(memory: Memory) -> None:
+    (turn,) = memory.observe([NewMemory(content="We deploy the billing service on Hetzner. It has 4 nodes.",
+                                        project="p", kind="observation")])  # fmt: skip
+    said = memory.store.built_on_each([turn.id])[turn.id]
+    assert said
+    report = memory.delete(ids=[turn.id], reason="erase request", actor="t")
+    assert set(report.ids) == {turn.id, *(c.id for c in said)}
+    assert all(memory.get(c.id).status == "deleted" for c in said)
+    assert not memory.recall("where is billing deployed?", project="p") and memory.check().ok

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -179,6 +180,9 @@ def test_the_newer_statement_wins_over_a_socket(server: Server) -> None:
     ]
     ids = post("/v1/observations", {"observations": turns})["ids"]
     hits = post("/v1/recall", {"query": "How many projects have I completed since starting painting classes?"})["hits"]
-    by_id = {h["memory"]["id"]: h for h in hits}  # type: ignore[attr-defined, index]
-    order = list(by_id)
-    assert order.index(ids[1]) < order.index(ids[0]) and by_id[ids[0]]["older_than"] == ids[1]  # type: ignore[index]
+    def turn_of(h: Any) -> int:  # a claim hit stands for the turn it was stated in
+        return int((h.get("stated_in") or h["memory"])["id"])
+
+    order = [turn_of(h) for h in hits]  # type: ignore[union-attr]
+    older = next(h for h in hits if turn_of(h) == ids[0])  # type: ignore[union-attr, index]
+    assert order.index(ids[1]) < order.index(ids[0]) and older["older_than"] is not None  # type: ignore[index]
