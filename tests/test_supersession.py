@@ -367,6 +367,16 @@ def test_a_word_in_another_role_is_another_claim(old: str, new: str, fires: bool
     assert (d.outcome == "superseded") is fires, d
 
 
+@pytest.mark.model
+def test_real_model_keeps_a_word_in_another_role_apart(tmp_path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        filing = mem.remember("The intern is filing the reports.", project=P).memory
+        reading = mem.remember("The intern is reading the report files.", project=P)
+        assert reading.outcome == "created" and mem.get(filing.id).is_latest
+        again = mem.remember("The intern is quickly filing the reports.", project=P)
+        assert again.outcome == "superseded" and again.superseded_id == filing.id
+
+
 def test_the_action_a_text_states() -> None:
     w = words("A dog is not eagerly chasing the red ball")
     assert w.actions == {"chase"} and "ball" not in w.verbal
