@@ -87,6 +87,9 @@ RETRACT_WORDS = frozenset("stopped quit".split())
 _PERIODS = frozenset("day days week weeks month months quarter sprint year".split())
 # What says the next word is the action a text states: "is slicing", "are being cut", "I'm running",
 # "has been moved". After "being" / "been" any word is the action (a participle: "being cut").
+# "I'm", "I've", "I'd", "I'll" with the apostrophe folded away: the pronoun "I", a stopword, not a
+# capitalised name (mid-sentence, "By the way, I've ..." read as the value "ive").
+I_CONTRACTED = frozenset({"Im", "Ive", "Id", "Ill"})
 AUX = frozenset("is are was were am be been being im youre theyre hes shes".split())
 _PASSIVE = frozenset({"being", "been"})
 PRONOUNS = frozenset("i we you they he she".split())  # subjects: the word after one is a verb
@@ -237,7 +240,7 @@ def words(text: str) -> Words:
             copula = len(out)
             state = first in DEFINITE  # "the default branch", "my diet"; not "a man", not "Marco"
             continue
-        if low in STOPWORDS:
+        if low in STOPWORDS or raw in I_CONTRACTED:
             if copula is not None and copula == len(out) and not linker:
                 linker = low
             continue

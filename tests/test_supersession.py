@@ -377,6 +377,12 @@ def test_real_model_keeps_a_word_in_another_role_apart(tmp_path, real_embedder) 
         assert again.outcome == "superseded" and again.superseded_id == filing.id
 
 
+def test_i_contractions_are_the_pronoun_not_a_name() -> None:
+    """Mid-sentence, "I've" folds to a capitalised "Ive": it is the pronoun, no value of the slot."""
+    w = words("By the way, I've been on Render since 2021 and I'm happy. I'll stay, I'd say.")
+    assert w.values == {"render", "2021"} and not {"ive", "im", "ill", "id"} & set(w.words)
+
+
 def test_the_action_a_text_states() -> None:
     w = words("A dog is not eagerly chasing the red ball")
     assert w.actions == {"chase"} and "ball" not in w.verbal
