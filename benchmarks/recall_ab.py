@@ -449,7 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "k": K,
                 "embedder": args.embedder,
                 "import_chunk": args.import_chunk,
-                "cache_size": len(plan.queries("recall")) + len(plan.warmup) + 64,
+                # every query of the run fits: a recall+embed query must never push out a recall-mode one
+                "cache_size": len(plan.warmup) + sum(len(plan.queries(m)) for m in MODES) + 64,
             }
             children[name] = Child(side, spec, work)
         say(f"building {len(children)} store(s) of {size:,} memories at once")
