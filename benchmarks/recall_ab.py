@@ -2,7 +2,9 @@
 
 Run from the repository root:
 
-    python -m benchmarks.recall_ab                       # 100k memories, 3 rounds (about 20-30 minutes)
+    python -m benchmarks.recall_ab                       # 100k memories, 3 rounds (about 30 minutes, plus
+                                                         # about 30 more the first time: the texts the
+                                                         # embedding cache lacks are embedded first)
     python -m benchmarks.recall_ab --size 10000 --rounds 1 --queries 100   # a fast check
     python -m benchmarks.recall_ab --against 0539f06^    # another baseline (default 38bc212)
     python -m benchmarks.recall_ab --against .           # this tree against itself (A/A: the noise floor)

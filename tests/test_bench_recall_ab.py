@@ -43,7 +43,10 @@ def test_summaries_paired_differences_and_target() -> None:
     queries = plan.rounds[0]["recall"]
     base = [1.0 + i for i in range(10)]
     new = [t + (3.0 if plan.kind[q] == "time" else 0.5) for q, t in zip(queries, base, strict=True)]
-    timings = {"baseline": {"recall": [base], "recall+embed": [[]]}, "new": {"recall": [new], "recall+embed": [[]]}}
+    timings: dict[str, dict[str, list[list[float]]]] = {
+        "baseline": {"recall": [base], "recall+embed": [[]]},
+        "new": {"recall": [new], "recall+embed": [[]]},
+    }
     s = recall_ab.summarise(timings, plan, ["baseline", "new"], seed=0)
     assert s["recall"]["all"]["paired"]["median_ms"] == pytest.approx(0.5)
     assert s["recall"]["time"]["paired"]["median_ms"] == pytest.approx(3.0)
@@ -53,7 +56,7 @@ def test_summaries_paired_differences_and_target() -> None:
     assert lo <= 0.5 <= hi
     t = recall_ab.target({"modes": s, "settings": {"size": 100_000}})
     assert t is not None and t["met"] and t["measured_ms"] == pytest.approx(s["recall"]["all"]["delta"]["p50"])
-    slow = {"baseline": {"recall": [base], "recall+embed": [[]]},
+    slow: dict[str, dict[str, list[list[float]]]] = {"baseline": {"recall": [base], "recall+embed": [[]]},
             "new": {"recall": [[x + 2.0 for x in base]], "recall+embed": [[]]}}  # fmt: skip
     t = recall_ab.target({"modes": recall_ab.summarise(slow, plan, ["baseline", "new"], 0), "settings": {"size": 1}})
     assert t is not None and not t["met"] and t["paired_median_ms"] == pytest.approx(2.0)
