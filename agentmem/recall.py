@@ -41,7 +41,7 @@ def fuse(
     for m in candidates:  # the number alone for every candidate; the parts for the k kept
         t = total(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights, kinds=kinds)
         if window is not None:
-            t *= 1.0 + _time_weight(weights, window) * fit(m.valid_from, window)
+            t *= 1.0 + _time_weight(weights, window) * _fit(m, window, kinds)
         ranked.append((round(t, 6), m))
     ranked.sort(key=lambda x: (-x[0], -x[1].id))
     hits = []
@@ -49,7 +49,7 @@ def fuse(
         _t, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights,
                           kinds=kinds)  # fmt: skip
         if window is not None:
-            parts = msgspec.structs.replace(parts, time_fit=round(fit(m.valid_from, window), 6))
+            parts = msgspec.structs.replace(parts, time_fit=round(_fit(m, window, kinds), 6))
         hits.append(Hit(memory=m, score=t, parts=parts, has_history=m.version > 1))
     return hits
 
@@ -117,6 +117,12 @@ def under_successors(hits: Iterable[Hit]) -> list[Hit]:
             placed.add(lineage)
             out.extend(waiting.pop(lineage, []))
     return out
+
+
+def _fit(m: MemoryVersion, window: TimeWindow, kinds: dict[str, KindSpec]) -> float:
+    """How well a memory's time fits the window: a moment by its time, a lasting memory by its span."""
+    spec = kinds.get(m.kind)
+    return fit(m.valid_from, window, lasting=spec is None or not spec.moment, valid_to=m.valid_to)
 
 
 def _time_weight(weights: Weights, window: TimeWindow) -> float:

@@ -15,6 +15,17 @@ something (it holds a value: a number, a name, a version) either
   lacks, of one shape (a number for a number, or a name for a name). "My highest score in
   Ticket to Ride is 124" and, later, "I just got my highest score in Ticket to Ride - 132
   points" for "what is my highest score in Ticket to Ride?".
+- or, when both are things said in a conversation (observations and claims: `SAID`), answers
+  the query the same way in other words, with or without a value: the two sentences share at
+  least `query_words` of its content words and half of all of them (as above, and also half of
+  the query's), the newer one says something the older did not, and it has a value of each
+  shape the older one has. "I dedicate about an hour each day to coding exercises", later
+  "about two hours each day", for "how much time do I dedicate to coding exercises each day?";
+  "she's still stuck on her old paper grocery list", later "my mom is using the same grocery
+  list app as me now". Not "my highest score is 124" and then "my highest score came when I
+  played with Alice": a sentence without the number never wins over the one with it.
+  Remembered memories keep to the value rules: a curated fact is not marked older for a
+  sentence that merely talks about the same thing.
 
 Two texts that are each a question and its answer state the same slot when they ask the same
 question (`supersede.question_slot`), and never otherwise.
@@ -43,7 +54,8 @@ _ASKING = frozenset(words("how many much what which where who whom whose why").w
 SENTENCES_PER_HIT = 3
 # An event is a thing that happened or was said: a later one does not make it older news ("we
 # met twice" stays true of its day). Events take no part, as they never supersede.
-TIMELESS = frozenset({"event"})  # the sentences that best match the query are the ones compared
+TIMELESS = frozenset({"event"})
+SAID = frozenset({"observation", "claim"})  # the sentences that best match the query are the ones compared
 
 
 class Claim(msgspec.Struct, frozen=True):
@@ -57,14 +69,19 @@ MIN_WORDS = 1  # descriptive words a claim needs besides its values and names: "
 
 
 @lru_cache(maxsize=16_384)
-def claims(text: str) -> tuple[Claim, ...]:
+def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
     """The sentences of `text` that state something: a value, and a word that says
-    what the value is of. Each with its words."""
+    what the value is of. Each with its words. With `plain`, also the sentences with no value
+    and at least two words that describe (what was said: "I dedicate an hour a day to it")."""
     out = []
     for line in text.split("\n"):
         for piece in segment("en", line):
             s = " ".join(piece.split())
-            if s and (w := words(s)).values and len(set(w.words) - w.values - w.maybe) >= MIN_WORDS:
+            if not s:
+                continue
+            w = words(s)
+            described = len(set(w.words) - w.values - w.maybe)
+            if (w.values and described >= MIN_WORDS) or (plain and described >= 2):
                 out.append(Claim(s, w))
     return tuple(out)
 
@@ -91,9 +108,19 @@ def _described(c: Claim) -> set[str]:
     return set(c.words.words) - c.words.values - c.words.maybe
 
 
-def _best(text: str, query: frozenset[str]) -> list[tuple[int, Claim]]:
+def _says_as_much(a: Claim, b: Claim) -> bool:
+    """The newer sentence `b` says something the older `a` did not (not a restatement), and has a
+    value of each shape that `a` has (a number for a number, a name for a name): a sentence without
+    the number never wins over the one with it."""
+    if _described(b) <= _described(a) and b.words.values <= a.words.values:
+        return False
+    shapes = [(any(map(_numeric, c.words.values)), not all(map(_numeric, c.words.values))) for c in (a, b)]
+    return all(has_b or not has_a for has_a, has_b in zip(shapes[0], shapes[1], strict=True))
+
+
+def _best(text: str, query: frozenset[str], plain: bool = False) -> list[tuple[int, Claim]]:
     """The claims of `text` with the most query words describing their slot, most first: (how many, claim)."""
-    scored = [(len(query & _described(c)), c) for c in claims(text)]
+    scored = [(len(query & _described(c)), c) for c in claims(text, plain)]
     scored.sort(key=lambda sc: -sc[0])
     return scored[:SENTENCES_PER_HIT]
 
@@ -121,38 +148,45 @@ def _may_pair(a: Words, wa: frozenset[str], b: Words, wb: frozenset[str]) -> boo
     return value or state or move
 
 
-def _same(a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int) -> bool:
-    return _same_read(_read(a, query), _read(b, query), query_words)
+def _same(
+    a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int, said: bool = False
+) -> bool:
+    return _same_read(_read(a, query), _read(b, query), query, query_words, said)
 
 
-# A hit's best claims as the pair test reads them: (how many query words, words, their set, the query
-# words describing the claim)
-_Read = list[tuple[int, Words, frozenset[str], frozenset[str]]]
+# A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the
+# query words describing it)
+_Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
 
 
 def _read(best: list[tuple[int, Claim]], query: frozenset[str]) -> _Read:
-    return [(n, c.words, frozenset(c.words.words), query & _described(c)) for n, c in best]
+    return [(n, c, frozenset(c.words.words), query & _described(c)) for n, c in best]
 
 
-def _same_read(a: _Read, b: _Read, query_words: int) -> bool:
+def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
     """`_same` on claims read once (a recall compares each hit's claims with many others')."""
-    for na, wa, sa, qa in a:
-        for nb, wb, sb, qb in b:
-            if _may_pair(wa, sa, wb, sb) and _rule_slot(wa, wb):
+    for na, ca, sa, qa in a:
+        wa = ca.words
+        for nb, cb, sb, qb in b:
+            wb = cb.words
+            if (wa.values and wb.values) and _may_pair(wa, sa, wb, sb) and _rule_slot(wa, wb):
                 return True
             shared = qa & qb  # names alone ("Caroline") are no slot
             enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
             if enough and _other_value(wa, wb):
                 return True
+            if said and enough and 2 * len(shared) >= len(query) and _says_as_much(ca, cb):
+                return True
     return False
 
 
-def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -> bool:
-    """`newer` states a slot that `older` states, with another value (see the module docstring)."""
+def same_slot(older: str, newer: str, query: frozenset[str], query_words: int, said: bool = False) -> bool:
+    """`newer` states a slot that `older` states, with another value (see the module docstring);
+    `said`: both are things said in a conversation (observations, claims)."""
     qa, qb = question_slot(older), question_slot(newer)
     if qa is not None and qb is not None:
         return qa[0] == qb[0] and qa[1] != qb[1]  # a question and its answer: the question is the slot
-    return _same(_best(older, query), _best(newer, query), query, query_words)
+    return _same(_best(older, query, said), _best(newer, query, said), query, query_words, said)
 
 
 def newer_first(
@@ -165,8 +199,9 @@ def newer_first(
     head, tail = list(hits[:window]), list(hits[window:])
     q = query_words(query)
     when = [h.memory.valid_from for h in head]
+    said = [h.memory.kind in SAID for h in head]
     slots = [question_slot(h.memory.content) for h in head]
-    best = [_best(h.memory.content, q) for h in head]
+    best = [_best(h.memory.content, q, said[i]) for i, h in enumerate(head)]
     # what can pair: not an event, and a question slot or a claim that this query or a rule can read
     can = [
         h.memory.kind not in TIMELESS and (s is not None or bool(b)) for h, s, b in zip(head, slots, best, strict=True)
@@ -186,7 +221,7 @@ def newer_first(
             if a is not None and b is not None:
                 same = a[0] == b[0] and a[1] != b[1]
             else:
-                same = _same_read(read[i], read[j], query_words_needed)
+                same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j])
             if same:
                 newer_of.setdefault(i, []).append(j)
     if not newer_of:
