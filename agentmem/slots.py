@@ -41,7 +41,6 @@ were: the order is by score except for these moves.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from functools import lru_cache
 
 import msgspec
@@ -133,16 +132,48 @@ def _rule_slot(a: Words, b: Words) -> bool:
     return new_value(a, b) or new_state(a, b) or moved(a, b)
 
 
+def _may_pair(a: Words, wa: frozenset[str], b: Words, wb: frozenset[str]) -> bool:
+    """False only where `_rule_slot(a, b)` is False, from what each rule needs first (`wa`, `wb`: the
+    claims' word sets). Every rule needs a word both say (`new_value` and `moved` compare shared words,
+    `new_state` a shared subject); besides, `new_value` needs a value (or capitalised word) that each
+    has and the other lacks, `new_state` a copula on both sides with the same linker, and `moved` a
+    word of change or "now" in the newer one. Most pairs of a recall's hits fail here in microseconds
+    instead of running the rules (a large store's pairs are mostly new to `_rule_slot`'s cache)."""
+    if wa.isdisjoint(wb):
+        return False
+    marked = a.values | b.values | a.maybe | b.maybe
+    value = not (wb - wa).isdisjoint(marked) and not (wa - wb).isdisjoint(marked)
+    state = a.copula is not None and b.copula is not None and a.linker == b.linker
+    move = (b.now and not a.now) or b.change or b.retract
+    return value or state or move
+
+
 def _same(
     a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int, said: bool = False
 ) -> bool:
-    for na, ca in a:
-        for nb, cb in b:
-            if (ca.words.values and cb.words.values) and _rule_slot(ca.words, cb.words):
+    return _same_read(_read(a, query), _read(b, query), query, query_words, said)
+
+
+# A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the
+# query words describing it)
+_Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
+
+
+def _read(best: list[tuple[int, Claim]], query: frozenset[str]) -> _Read:
+    return [(n, c, frozenset(c.words.words), query & _described(c)) for n, c in best]
+
+
+def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
+    """`_same` on claims read once (a recall compares each hit's claims with many others')."""
+    for na, ca, sa, qa in a:
+        wa = ca.words
+        for nb, cb, sb, qb in b:
+            wb = cb.words
+            if (wa.values and wb.values) and _may_pair(wa, sa, wb, sb) and _rule_slot(wa, wb):
                 return True
-            shared = query & _described(ca) & _described(cb)  # names alone ("Caroline") are no slot
+            shared = qa & qb  # names alone ("Caroline") are no slot
             enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
-            if enough and _other_value(ca.words, cb.words):
+            if enough and _other_value(wa, wb):
                 return True
             if said and enough and 2 * len(shared) >= len(query) and _says_as_much(ca, cb):
                 return True
@@ -167,23 +198,22 @@ def newer_first(
     what changed, in order). Only the first `window` hits are compared."""
     head, tail = list(hits[:window]), list(hits[window:])
     q = query_words(query)
-
-    def when(h: Hit) -> datetime:
-        return h.memory.valid_from
-
-    timeless = [h.memory.kind in TIMELESS for h in head]
+    when = [h.memory.valid_from for h in head]
     said = [h.memory.kind in SAID for h in head]
     slots = [question_slot(h.memory.content) for h in head]
     best = [_best(h.memory.content, q, said[i]) for i, h in enumerate(head)]
+    # what can pair: not an event, and a question slot or a claim that this query or a rule can read
+    can = [
+        h.memory.kind not in TIMELESS and (s is not None or bool(b)) for h, s, b in zip(head, slots, best, strict=True)
+    ]
+    read = [_read(b, q) if ok else [] for b, ok in zip(best, can, strict=True)]
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
-        if timeless[i] or (slots[i] is None and not best[i]):
+        if not can[i]:
             continue  # an event, or states nothing this query or a rule can pair
         for j, newer in enumerate(head):
             # strictly later: statements of one moment (a conversation imported at once) are not ordered
-            if i == j or timeless[j] or older.memory.lineage_id == newer.memory.lineage_id:
-                continue
-            if not when(older) < when(newer):
+            if not can[j] or not when[i] < when[j] or older.memory.lineage_id == newer.memory.lineage_id:
                 continue
             if older.memory.content == newer.memory.content:
                 continue
@@ -191,7 +221,7 @@ def newer_first(
             if a is not None and b is not None:
                 same = a[0] == b[0] and a[1] != b[1]
             else:
-                same = _same(best[i], best[j], q, query_words_needed, said[i] and said[j])
+                same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j])
             if same:
                 newer_of.setdefault(i, []).append(j)
     if not newer_of:
@@ -214,7 +244,7 @@ def newer_first(
     for i in placed:
         h = head[i]
         if i in newer_of:
-            newest = max(newer_of[i], key=lambda j: when(head[j]))
+            newest = max(newer_of[i], key=lambda j: when[j])
             h = msgspec.structs.replace(h, older_than=head[newest].memory.id)
         (sunk if sink and i in newer_of else out).append(h)
     return out + sunk + tail

@@ -244,3 +244,29 @@ def test_events_take_no_part(memory: Memory, clock: Clock) -> None:
                                     kind="event", valid_from=OCTOBER)])[0].id  # fmt: skip
     hits = memory.recall("What is my highest score in Ticket to Ride?", project=P, k=2)
     assert {h.memory.id for h in hits} == {old, new} and all(h.older_than is None for h in hits)
+
+
+def test_the_cheap_pair_check_never_drops_a_pair_the_rules_would_pair() -> None:
+    """`_may_pair` skips the rules only where they would say no: over every claim pair of the
+    hand-written supersession pairs (updates, restatements, other claims), both ways, and across pairs."""
+    import json
+
+    from agentmem.slots import _may_pair, _rule_slot
+    from agentmem.supersede import words
+
+    data = Path(__file__).parent.parent / "data"
+    names = ("supersession_pairs.jsonl", "supersession_pairs_test.jsonl")
+    lines = [x for n in names for x in (data / n).read_text().splitlines()]
+    rows = [json.loads(line) for line in lines if line.strip()]
+    said = [words(t) for r in rows for t in (r["old"], r["new"])]
+    said += [c.words for r in rows for t in (r["old"], r["new"]) for c in claims(t)]
+    assert len(rows) > 400
+    paired = skipped = 0
+    for i, a in enumerate(said):
+        for b in said[max(0, i - 40) : i + 40]:  # each pair's own texts, both ways, and its neighbours'
+            may = _may_pair(a, frozenset(a.words), b, frozenset(b.words))
+            if _rule_slot(a, b):
+                paired += 1
+                assert may, (a.raw, b.raw)
+            skipped += not may
+    assert paired > 100 and skipped > paired  # it prunes, and the rules still pair what they paired
