@@ -11,6 +11,7 @@ import pytest
 from conftest import Clock
 
 from agentmem import Config, Memory, NewMemory, ValidationError
+from agentmem.admission.policy import remark
 from agentmem.claims import CLAIM, of_turn, states_something
 from agentmem.config import ClaimRules
 from agentmem.records import Hit
@@ -67,6 +68,40 @@ def said_in(h: Hit) -> int:
 )
 def test_which_sentences_state_something(sentence: str, states: bool) -> None:
     assert states_something(sentence, RULES) is states
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reason"),
+    [  # remarks whose form does not open the sentence (seen as claims in LongMemEval's knowledge updates)
+        ("I'm also thinking of working on some gift ideas for my sister's birthday next month.", "hypothetical"),
+        ("By the way, I've been thinking about our team's workload.", "hypothetical"),
+        ("I was thinking of trying out that new rose tea my sister introduced me to.", "hypothetical"),
+        ("Speaking of which, I'm thinking of trying a new tea subscription service.", "hypothetical"),
+        ("We deploy the shop API on Fly.io, but we might move it to Render.", "hypothetical"),
+        ("The shop API is slow, so I want to add a cache in front of it.", "hypothetical"),
+        ("I use vim and I'm also considering switching to Helix.", "hypothetical"),
+        ("That's really helpful, thank you!", "procedural"),
+        ("That's really helpful!", "procedural"),
+        ("That's great to know!", "procedural"),
+        ("Oh, that's a great idea, thanks for the tips.", "procedural"),
+        ("So thanks for the help with the shop API.", "procedural"),
+        ("Great, thanks!", "procedural"),
+        # ordinary statements stay statements, with a conjunction, a condition or praise inside
+        ("We deploy on Fridays, but if a release fails we roll back.", None),
+        ("We're on Render now for the shop API, and it is cheaper.", None),
+        ("That's great, we moved the shop API to Render last week.", None),
+        ("It's useful for caching sessions of the shop API.", None),
+        ("So now, we use Render for the shop API.", None),
+        ("I moved to Denver and I love the mountains.", None),
+        ("I have a dog and I could not be happier.", None),
+        ("We've been planning the migration for months, and it is done.", None),
+        ("I think City View Rooftop sounds like a great option.", None),
+        ("I've completed 4 projects since starting painting classes.", None),
+    ],
+)
+def test_remarks_are_read_wherever_a_clause_begins(sentence: str, reason: str | None) -> None:
+    assert remark(sentence) == reason
+    assert states_something(sentence, RULES) is (reason is None)
 
 
 def test_a_turn_is_split_by_sentencex_and_labels_are_dropped() -> None:
