@@ -123,7 +123,8 @@ _INTENT = (
     rf"i {_ADV}(?:wish|hope|might|may|could|would|should|guess|wonder|think we should)\b(?! not\b)|"
     rf"we {_ADV}(?:might|may|could|should|would)\b(?! not\b)|i'd {_ADV}(?:like to|love to|want to|rather)\b|"
     rf"(?:i(?:'m| am)|we(?:'re| are)) {_ADV}(?:thinking (?:of|about)|planning|considering|hoping|not sure)\b|"
-    rf"(?:i(?:'ve| have)|we(?:'ve| have)) {_ADV}been {_ADV}(?:thinking (?:of|about)|considering|hoping|meaning|planning to)\b|"
+    rf"(?:i(?:'ve| have)|we(?:'ve| have)) {_ADV}been {_ADV}"
+    r"(?:thinking (?:of|about)|considering|hoping|meaning|planning to)\b|"
     rf"(?:i|we) (?:was|were) {_ADV}(?:thinking|planning|considering|hoping|wondering)\b|"
     rf"(?:i|we) {_ADV}(?:want|plan|intend|need) to\b"
 )
@@ -153,7 +154,8 @@ _COURTESY = re.compile(
     r"(?:(?:really|very|so|super|incredibly|extremely|quite|truly|such|a|an|all)\s+)*"
     rf"{_PRAISE}\b(?:\s+(?:to (?:know|hear)|idea|ideas|tips?|advice|suggestions?|points?|question|info|"
     r"information|news|list|help|recommendations?|start|plan))?|"
-    rf"{_PRAISE}\b(?:\s+to (?:know|hear))?|(?:thanks?|thank you|cheers|much appreciated|i appreciate (?:it|that|this))\b)"
+    rf"{_PRAISE}\b(?:\s+to (?:know|hear))?|"
+    r"(?:thanks?|thank you|cheers|much appreciated|i appreciate (?:it|that|this))\b)"
     r"(?:\s*[,.!;:\-\u2013\u2014]+\s*(?:(?:thanks?|thank you|cheers|i appreciate)\b.*)?)?\s*[.!]*$"
 )
 _REQUEST = re.compile(r"(?i)^(?:thanks?\b|thank you\b|please\b|pls\b|can you\b|could you\b|would you\b|let me\b)")
