@@ -155,7 +155,7 @@ def test_a_claim_said_again_is_reinforced_and_links_the_new_turn(memory: Memory,
 def test_a_turn_with_a_live_and_a_dead_claim(memory: Memory, clock: Clock) -> None:
     old_turn, _ = two_turns(memory, clock, "We deploy the shop API on Fly.io. The design team meets on Mondays.")
     assert {c.content for c in claims_of(memory)} == {"The design team meets on Mondays.",
-                                                     "Quick update: we're on Render now for the shop API."}  # fmt: skip
+                                                     "we're on Render now for the shop API."}  # fmt: skip
     hits = memory.recall("when does the design team meet?", project=P, k=5)
     (mine,) = [h for h in hits if said_in(h) == old_turn]
     assert mine.older_than is None  # its live half answers this query: it is not older news
