@@ -222,6 +222,36 @@ def test_claims_over_the_real_http_server(server: Server) -> None:
         assert dead and dead[0]["memory"]["supersede_reason"] == "moved" and dead[0]["stated_in"]["content"] == OLD
 
 
+@pytest.mark.model
+@pytest.mark.slow
+def test_conversation_ingest_keeps_turns_whole_over_the_real_http_server(server: Server) -> None:
+    server.start()
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    messages = [
+        {"role": "user", "content": OLD, "id": "m1", "time": "2024-05-01T10:00:00Z"},
+        {"role": "assistant", "content": "Sure, here is a Dockerfile.", "id": "m2"},
+        {"role": "user", "content": NEW, "id": "m3", "time": "2024-06-01T10:00:00Z"},
+    ]
+    with httpx.Client(base_url=server.url, headers=auth, timeout=60) as http:
+        r = http.post("/v1/ingest/conversation", json={"messages": messages, "session": "chat-1"})
+        assert r.status_code == 200, r.text
+        report = r.json()
+        assert (report["turns"], report["claims"], report["skipped"]) == ({"created": 2}, 2, {"assistant_message": 1})
+        r = http.post("/v1/recall", json={"query": QUERY, "k": 3})
+        assert r.status_code == 200, r.text
+        top = r.json()["hits"][0]
+        assert top["memory"]["kind"] == "claim" and "Render" in top["memory"]["content"]
+        said = top["stated_in"]
+        assert (said["content"], said["kind"], said["source"], said["session"], said["source_ref"]) == (
+            NEW, "observation", "conversation", "chat-1", "chat-1#m3")  # fmt: skip
+        assert said["valid_from"].startswith("2024-06-01")
+        r = http.post("/v1/recall", json={"query": QUERY, "k": 3, "include_superseded": True})
+        dead = [h for h in r.json()["hits"] if h["memory"]["status"] == "superseded"]
+        assert dead and dead[0]["memory"]["supersede_reason"] == "moved" and dead[0]["stated_in"]["content"] == OLD
+        again = http.post("/v1/ingest/conversation", json={"messages": messages, "session": "chat-1"}).json()
+        assert (again["turns"], again["claims"]) == ({"unchanged": 2}, 0)  # a re-scan writes nothing new
+
+
 def test_deleting_a_turn_erases_the_claims_stated_in_it(memory: Memory) -> None:
     (turn,) = memory.observe([NewMemory(content="We deploy the billing service on Hetzner. It has 4 nodes.",
                                         project="p", kind="observation")])  # fmt: skip
