@@ -351,6 +351,7 @@ def test_cli_ingest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ingest", "conversation", str(f), "--project", "p", "--dry-run"], open_memory=opened) == 0
     out = capsys.readouterr().out
     assert "would admit 1 of 2 candidates" in out and "(event) I ran the tests." in out
+    assert "turns kept whole: created 1; claims from their sentences: 1" in out  # "I ran the tests."
     assert main(["--json", "ingest", "notes", str(tmp_path), "--project", "p"], open_memory=opened) == 0
     assert json.loads(capsys.readouterr().out)["source"] == "note"
     assert main(["ingest", "code", str(tmp_path / "nope"), "--project", "p"], open_memory=opened) == 2
