@@ -104,6 +104,19 @@ def test_remarks_are_read_wherever_a_clause_begins(sentence: str, reason: str | 
     assert states_something(sentence, RULES) is (reason is None)
 
 
+def test_a_sentence_states_what_comes_before_its_hedged_clause() -> None:
+    # the statement before "so I was thinking of ..." is a claim; what someone wondered aloud is not
+    text = (
+        "I'm thinking of somewhere more relaxed. My friend Rachel just moved back to the suburbs, so I was "
+        "thinking of somewhere near a major city. We deploy the shop API on Fly.io, but we might move it to Render."
+    )
+    assert of_turn(text, RULES) == [
+        "My friend Rachel just moved back to the suburbs.",
+        "We deploy the shop API on Fly.io.",
+    ]
+    assert of_turn("Maybe we deploy on Fridays, and we might deploy on Mondays.", RULES) == []
+
+
 def test_a_turn_is_split_by_sentencex_and_labels_are_dropped() -> None:
     text = "User asked: Dr. Patel leads the payments team at Acme. Can you draft a memo?\n- We ship on Fridays now."
     assert of_turn(text, RULES) == ["Dr. Patel leads the payments team at Acme.", "We ship on Fridays now."]
@@ -261,3 +274,18 @@ def test_deleting_a_turn_erases_the_claims_stated_in_it(memory: Memory) -> None:
     assert set(report.ids) == {turn.id, *(c.id for c in said)}
     assert all(memory.get(c.id).status == "deleted" for c in said)
     assert not memory.recall("where is billing deployed?", project="p") and memory.check().ok
+
+
+def test_a_turn_whose_claim_is_said_again_is_no_older_news(memory: Memory, clock: Clock) -> None:
+    first, _ = two_turns(
+        memory,
+        clock,
+        "By the way, I have a cocktail-making class on Fridays, so maybe something I can try then.",
+        "Speaking of cocktails, I have a cocktail-making class on Friday.",
+    )
+    [dead] = claims_of(memory, "superseded")
+    assert dead.content == "I have a cocktail-making class on Fridays."  # the hedged clause is no part of it
+    assert dead.supersede_reason in ("same value", "similarity")
+    hits = memory.recall("What day of the week do I take a cocktail-making class?", project=P, k=5)
+    (mine,) = [h for h in hits if said_in(h) == first]
+    assert mine.older_than is None  # the later turn says the same: the earlier one is not older news

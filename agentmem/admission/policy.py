@@ -249,10 +249,27 @@ def remark(statement: str) -> Reason | None:
         return "procedural"
     if _HYPOTHETICAL.match(s) or _HYPOTHETICAL.match(lead):
         return "hypothetical"
+    return "hypothetical" if _hedge(s) is not None else None
+
+
+def _hedge(s: str) -> int | None:
+    """Where the first clause after the sentence's start that opens with an intent or a hedge begins."""
     for m in _CLAUSE_START.finditer(s):
-        if _HYPOTHETICAL_CLAUSE.match(_LEAD.sub("", s[m.end() :])):
-            return "hypothetical"
+        if m.start() > 0 and _HYPOTHETICAL_CLAUSE.match(_LEAD.sub("", s[m.end() :])):
+            return m.start()
     return None
+
+
+def before_hedge(statement: str) -> str:
+    """A sentence up to its first clause that opens with an intent or a hedge: "My friend Rachel just
+    moved back to the suburbs, so I was thinking of somewhere near a city" states only its first
+    clause. The sentence itself when no later clause is one (or nothing stands before it)."""
+    s = statement.strip().replace("\u2019", "'")
+    cut = _hedge(s)
+    if cut is None:
+        return statement
+    head = s[:cut].rstrip(" ,;:-\u2013\u2014")
+    return head + "." if head else statement
 
 
 def is_event(statement: str) -> bool:
