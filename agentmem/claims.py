@@ -1,7 +1,8 @@
 """Claims, not chunks: each sentence of a conversational turn that states something is a memory of its own.
 
-A turn written with `observe()` (the hooks, `POST /v1/observations`, the MCP `observe` tool) is kept
-whole, as evidence: an observation, never superseded. Each of its sentences that states something
+A turn written with `observe()` (the hooks, `POST /v1/observations`, the MCP `observe` tool) or by
+conversation ingest (`agentmem.admission.scan`: each eligible message) is kept whole, as evidence:
+an observation, never superseded. Each of its sentences that states something
 becomes a *claim* (kind `claim`), derived from the turn (`source_ids` = [turn], a `derived_from`
 link: `Memory.provenance`) and decided like any `remember()`, in the same write unit as the turn:
 created; or reinforcing the same current claim, which then links this turn as more evidence; or
@@ -19,9 +20,12 @@ last release 2021) and syntok (pure Python; last release 2022): each would be a 
 for no gain. A sentence *states something* when
 
 - it is no question ("?") and no remark about the talk itself: a request or a courtesy ("can you",
-  "please", "thanks", "let me check", "here is"), or something hypothetical or intended ("if",
-  "maybe", "I'm thinking of", "I want to"): `agentmem.admission.policy.remark`. A rule must never
-  retire a fact because someone wondered aloud about another;
+  "please", "thanks", "let me check", "here is", "That's really helpful!"), or something
+  hypothetical or intended ("if", "maybe", "I'm (also) thinking of", "I want to"):
+  `agentmem.admission.policy.remark`. A rule must never retire a fact because someone wondered
+  aloud about another; so a sentence whose later clause opens with an intent or a hedge ("My
+  friend Rachel just moved back to the suburbs, so I was thinking of ...") states only what comes
+  before it (`policy.before_hedge`);
 - the admission screens pass: no secret, command, path, generated output or code;
 - it has at least `ClaimRules.min_words` content words (`supersede.words`, stopwords out: two, as a
   change is often said briefly, "we ship on Fridays now"), and at most `max_words` (longer is pasted
@@ -29,7 +33,8 @@ for no gain. A sentence *states something* when
 
 Only what someone said becomes claims: an observation with a title (the hooks put the tool's name
 there: "Used Edit: ...") records what a tool did, and is kept whole only; a leading speaker label
-("User asked: ...", the hook recipe's prompt) is left out of the claim. At most `max_per_turn`
+("User asked: ...", the hook recipe's prompt) and a lead-in label ("Quick update:", "FYI:",
+`agentmem.text.without_lead_in`, which the rules also read past) are left out of the claim. At most `max_per_turn`
 claims are taken from one turn (the first ones), so a pasted document costs a bounded number of
 embeddings and rule checks. Claims meet claims only (`agentmem.writes`): what was said in passing
 never retires a remembered or consolidated memory, nor is it reinforced or replaced by one (the
@@ -42,11 +47,11 @@ place. A claim that ranks above its turn is shown as the claim, carrying the tur
 not). The slot test at recall (`agentmem.slots`) reads a claim by its own sentence:
 read with its whole turn, a live claim ("the shop API is written in Go") would be marked older for
 a dead sentence beside it ("we deploy it on Fly.io"). A turn whose sentence that best answers the
-query is a superseded claim is older news: it is marked `older_than` the hit that stands for the
-claim that replaced it (the claim's id when no hit of the reply does) and ranked under the other
-hits; asked with history, the superseded claim itself comes back with its death record (by whom,
-when, why). When consolidation archives turns into an abstraction, the claims said only in them go
-with them.
+query is a superseded claim is older news (unless the claim was only said again in other words,
+`RESTATED`): it is marked `older_than` the hit that stands for the claim that replaced it (the
+claim's id when no hit of the reply does) and ranked under the other hits; asked with history, the
+superseded claim itself comes back with its death record (by whom, when, why). When consolidation
+archives turns into an abstraction, the claims said only in them go with them.
 """
 
 from __future__ import annotations
@@ -57,13 +62,14 @@ from collections.abc import Callable, Mapping, Sequence
 import msgspec
 
 from agentmem.admission.extract import sentences
-from agentmem.admission.policy import remark, screen
+from agentmem.admission.policy import before_hedge, remark, screen
 from agentmem.config import ClaimRules
 from agentmem.records import Hit, MemoryVersion, NewMemory
 from agentmem.supersede import words
 
 CLAIM = "claim"  # the kind of a turn's sentence kept as its own memory
 TURN = "observation"  # the kind of a turn whose sentences become claims
+RESTATED = frozenset({"similarity", "same value"})  # supersession reasons that say the same thing again
 
 
 # A speaker label says who spoke, not what: the hook recipe logs a prompt as "User asked: ...".
@@ -88,7 +94,7 @@ def states_something(sentence: str, rules: ClaimRules) -> bool:
 
 def of_turn(text: str, rules: ClaimRules) -> list[str]:
     """The sentences of a turn that become claims, in order, each once."""
-    said = (_SPEAKER.sub("", s, count=1) for s in sentences(text))
+    said = (before_hedge(_SPEAKER.sub("", s, count=1)) for s in sentences(text))
     found = [s for s in dict.fromkeys(said) if s and states_something(s, rules)]
     return found[: rules.max_per_turn]
 
@@ -150,8 +156,8 @@ def roll_up(
     older: list[Hit] = []
     for h in out:
         dead = _answered_by_dead_claim(by_turn.get(h.memory.id, []), query_words)
-        if dead is None or dead.superseded_by is None:
-            kept.append(h)
+        if dead is None or dead.superseded_by is None or dead.supersede_reason in RESTATED:
+            kept.append(h)  # a claim said again in other words is no older news: the turn still holds
             continue
         h = msgspec.structs.replace(h, older_than=standing.get(dead.superseded_by, dead.superseded_by))
         (older if sink else kept).append(h)

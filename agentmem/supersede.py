@@ -51,7 +51,7 @@ from functools import lru_cache
 import msgspec
 
 from agentmem.records import MemoryVersion, NearDuplicate, Outcome
-from agentmem.text import fold_accents, identity, jaccard, normalise, slot_of, stem, token_set
+from agentmem.text import fold_accents, identity, jaccard, normalise, slot_of, stem, token_set, without_lead_in
 
 NEVER_SUPERSEDED = frozenset({"event", "observation"})
 
@@ -201,8 +201,9 @@ def _verb_form(word: str) -> bool:
 @lru_cache(maxsize=65_536)  # a pure function of the text; Words is frozen
 def words(text: str) -> Words:
     """The content words of `text`; a capitalised word at a sentence start is a plain word
-    unless it has digits or inner capitals ("MySQL", "GitHub"), and maybe a name."""
-    folded = fold_accents(text).replace("\u2019", "'")
+    unless it has digits or inner capitals ("MySQL", "GitHub"), and maybe a name. A lead-in label
+    ("Quick update:", "FYI:") is no part of them: its first word would read as a new value."""
+    folded = fold_accents(without_lead_in(text)).replace("\u2019", "'")
     owners = {_canon(w) for pair in _OWNER.findall(folded) for w in pair if w and w not in STOPWORDS}  # not "it's"
     folded = folded.replace("'", "")
     out: list[str] = []

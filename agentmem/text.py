@@ -93,3 +93,20 @@ def jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# A lead-in label says that news follows, not what it is about: "Quick update: we're on Render
+# now", "FYI, ...", "Heads up - ...". Read as words, its "Quick" or "FYI" looks like a new value
+# (a name at the start of a sentence), so the rules and claims read a statement without it.
+_LEAD_IN = re.compile(
+    r"(?i)^\s*(?:(?:(?:quick|small|brief|short|little|important|big|minor|major|latest|final|friendly|one more|"
+    r"another|status|team|project)\s+)?(?:update|note|heads[- ]up|fyi|psa|reminder|correction|news flash|tl;?dr|"
+    r"nb|ps|btw|edit|side note|fun fact|for the record|just so you know|change of plans?)\s*[:\-\u2013\u2014]+|"
+    r"(?:quick update|fyi|heads[- ]up|psa|btw|ps|nb)\s*[,!]+|(?:p\.s\.|n\.b\.|f\.y\.i\.))\s+"
+)
+
+
+def without_lead_in(text: str) -> str:
+    """`text` without a leading label that announces news ("Quick update:", "FYI:", "Heads up -")."""
+    m = _LEAD_IN.match(text)
+    return text[m.end() :] if m and text[m.end() :].strip() else text

@@ -9,7 +9,7 @@ the versions its batch inserted before it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -217,11 +217,18 @@ def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str
 
 
 @gated
-def observe(engine: Engine, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
+def observe(
+    engine: Engine,
+    items: Sequence[NewMemory],
+    *,
+    actor: str = "local",
+    not_claims: Sequence[Collection[str]] = (),
+) -> list[MemoryVersion]:
     """Raw observations or events in one unit: all or nothing. They never supersede or reinforce.
 
     Each sentence of an observation that states something becomes a claim derived from it, decided
-    in the same unit like any remembered memory (see `agentmem.claims`)."""
+    in the same unit like any remembered memory (see `agentmem.claims`); but not the sentences
+    `not_claims` names for it (by position: conversation ingest remembers those as typed memories)."""
     now = engine.clock()
     checked = []
     for n, item in enumerate(items):
@@ -234,6 +241,8 @@ def observe(engine: Engine, items: Sequence[NewMemory], *, actor: str = "local")
         checked.append(new)
     rules = engine.config.claims
     said = [claims.of_turn(m.content, rules) if rules.enabled and claims.is_turn(m) else [] for m in checked]
+    for n, told in enumerate(not_claims[: len(said)]):
+        said[n] = [s for s in said[n] if s not in told]
     hashes = [sha256(m.content) for m in checked]
     texts = dict(zip(hashes, (m.content for m in checked), strict=True))
     texts.update((sha256(s), s) for sentences in said for s in sentences)

@@ -71,7 +71,8 @@ def run(data: Path, fake: bool, dry_run: bool) -> dict[str, Any]:
     skipped: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
     claims: Counter[str] = Counter()
-    admitted = turns = scans = 0
+    admitted = turns = scans = claims_made = 0
+    kept: Counter[str] = Counter()
     questions = covered = 0
     by_cat: dict[str, list[int]] = {}
     evidence_turns = evidence_admitted = 0
@@ -91,6 +92,8 @@ def run(data: Path, fake: bool, dry_run: bool) -> dict[str, Any]:
                 rejected.update(r.rejected_by_reason)
                 skipped.update(r.skipped)
                 outcomes.update(r.outcomes)
+                kept.update(r.turns)
+                claims_made += r.claims
                 for item in r.admitted_items:
                     admitted_turns.add(item.ref.rsplit("#", 1)[1])
                     claims[item.claim or "?"] += 1
@@ -133,6 +136,8 @@ def run(data: Path, fake: bool, dry_run: bool) -> dict[str, Any]:
         "admitted_by_claim": dict(claims.most_common()),
         "skipped": dict(skipped),
         "outcomes": dict(outcomes),
+        "turns_kept": dict(kept),  # each eligible message kept whole, as observe() keeps it
+        "claims": claims_made,  # sentences of those turns that became claims
         "questions": questions,
         "questions_with_admitted_evidence": covered,
         "share": round(covered / questions, 4) if questions else 0.0,
@@ -164,6 +169,10 @@ def markdown(r: dict[str, Any]) -> str:
         "Admitted by claim: " + ", ".join(f"{k} {v:,}" for k, v in r["admitted_by_claim"].items()) + ".",
         "",
         "remember(): " + ", ".join(f"{k} {v:,}" for k, v in r["outcomes"].items()) + ".",
+        "",
+        "Turns kept whole: "
+        + (", ".join(f"{k} {v:,}" for k, v in r.get("turns_kept", {}).items()) or "none")
+        + f"; claims from their sentences: {r.get('claims', 0):,}.",
         "",
         "| category | questions | with admitted evidence | share |",
         "| --- | ---: | ---: | ---: |",

@@ -126,15 +126,30 @@ def test_conversation_preference_change_supersedes_with_history(memory: Memory, 
     assert (new.source, new.session, new.source_ref, new.kind) == ("conversation", "s-7", "s-7#m5", "preference")
     assert new.triple is not None and new.triple.object == "emacs"
     assert new.valid_from.isoformat().startswith("2026-01-05") and old.valid_to == new.valid_from
+    # each user message is kept whole as a turn, as observe() keeps it; the typed memories it
+    # gave are derived from it, and its other sentences that state something are claims
+    assert r.turns == {"created": 2} and r.claims == 1
+    turns = memory.list_versions(projects=["shop"], kinds=["observation"], latest_only=False)[0]
+    by_ref = {t.source_ref: t for t in turns}
+    assert sorted(by_ref) == ["s-7#m1", "s-7#m5"]
+    said = by_ref["s-7#m5"]
+    assert (said.content, said.source, said.session, said.tier) == (
+        "I ran the tests. My favorite editor is emacs now.", "conversation", "s-7", "working")  # fmt: skip
+    assert said.valid_from == new.valid_from and new.source_ids == [said.id] and old.source_ids == [by_ref["s-7#m1"].id]
+    [claim] = memory.list_versions(projects=["shop"], kinds=["claim"])[0]
+    assert (claim.content, claim.source_ids, claim.source_ref) == ("I ran the tests.", [said.id], "s-7#m5")
     hits = memory.recall("favorite editor", project="shop")
-    assert [h.memory.id for h in hits] == [new.id]
+    assert [h.memory.id for h in hits] == [new.id, said.id, by_ref["s-7#m1"].id]  # the vim turn last
 
     again = memory.ingest_conversation(f, project="shop")  # the same messages again: nothing replays
     assert again.outcomes == {"unchanged": 2} and memory.get(new.id).is_latest
+    assert again.turns == {"unchanged": 2} and again.claims == 0
+    assert len(memory.list_versions(projects=["shop"], status=None, latest_only=False)[0]) == 5
     later = memory.ingest_conversation(
         [{"role": "user", "content": "My favorite editor is emacs now.", "id": "m1"}], project="shop", session="s-8"
     )
     assert later.outcomes == {"reinforced": 1} and memory.get(new.id).reinforcements == 1
+    assert later.turns == {"created": 1} and later.claims == 0  # its one sentence is the typed memory
 
 
 def test_assistant_turns_when_asked(memory: Memory) -> None:
@@ -336,6 +351,7 @@ def test_cli_ingest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ingest", "conversation", str(f), "--project", "p", "--dry-run"], open_memory=opened) == 0
     out = capsys.readouterr().out
     assert "would admit 1 of 2 candidates" in out and "(event) I ran the tests." in out
+    assert "turns kept whole: created 1; claims from their sentences: 1" in out  # "I ran the tests."
     assert main(["--json", "ingest", "notes", str(tmp_path), "--project", "p"], open_memory=opened) == 0
     assert json.loads(capsys.readouterr().out)["source"] == "note"
     assert main(["ingest", "code", str(tmp_path / "nope"), "--project", "p"], open_memory=opened) == 2
@@ -350,17 +366,33 @@ def test_conversation_through_the_real_model(real_embedder, tmp_path: Path) -> N
         {"role": "user", "content": "The API runs on port 8080. git push origin main", "id": "3"},
         {"role": "user", "content": "I prefer tabs for indentation.", "id": "4"},
         {"role": "user", "content": "Actually, I prefer spaces for indentation.", "id": "5"},
-    ]
+        {"role": "user", "content": "We deploy the shop API on Fly.io. Can you write a Dockerfile?", "id": "6",
+         "time": "2026-01-02T09:00:00Z"},
+        {"role": "user", "content": "Quick update: we're on Render now for the shop API. Thanks!", "id": "7",
+         "time": "2026-01-09T09:00:00Z"},
+    ]  # fmt: skip
     with Memory(tmp_path / "data", embedder=real_embedder) as mem:
         r = mem.ingest_conversation(msgs, project="shop", session="s-1")
-        assert r.admitted == 4 and r.rejected_by_reason == {"command": 1}
+        assert r.admitted == 4 and r.rejected_by_reason == {"command": 1, "no_claim": 2}  # the deploy sentences
         assert r.outcomes == {"created": 3, "superseded": 1}
+        assert r.turns == {"created": 6} and r.claims == 2  # the Fly.io and the Render sentences
         hits = mem.recall("which database do we use for orders?", project="shop", k=3)
         assert hits[0].memory.source_ref == "s-1#1" and hits[0].memory.source == "conversation"
+        assert hits[0].memory.kind == "decision" and hits[0].memory.source_ids  # derived from its turn
         hits = mem.recall("indentation style", project="shop", k=3)
-        assert [h.memory.content for h in hits if "indentation" in h.memory.content] == [
+        assert [h.memory.content for h in hits if "indentation" in h.memory.content][0] == (
             "I prefer spaces for indentation."
-        ]
+        )
+        # the claims of the turns: the later one replaced the earlier, and recall says where it was said
+        [dead] = mem.list_versions(projects=["shop"], kinds=["claim"], status="superseded", latest_only=False)[0]
+        assert (dead.content, dead.supersede_reason) == ("We deploy the shop API on Fly.io.", "moved")
+        hits = mem.recall("where is the shop API deployed?", project="shop", k=12)
+        top = hits[0]
+        assert top.memory.content == "we're on Render now for the shop API."
+        assert top.stated_in is not None and top.stated_in.source_ref == "s-1#7"
+        assert top.stated_in.content == msgs[6]["content"]  # the turn, whole
+        # the earlier turn is older news: marked, and ranked under the other hits
+        assert [h.older_than for h in hits if h.memory.source_ref == "s-1#6"] == [top.memory.id]
         assert mem.check().ok
 
 

@@ -39,10 +39,14 @@ def test_conversation_over_http(client: TestClient, memory: Memory) -> None:  # 
     dry = ok(client.post("/v1/ingest/conversation", json=body, headers=auth("write")))
     assert (dry["admitted"], dry["rejected_by_reason"], dry["skipped"]) == (2, {"event": 1}, {"tool_message": 1})
     assert dry["rejected_items"][0]["ref"] == "s-1#m1" and memory.stats().versions == 0
+    assert (dry["turns"], dry["claims"]) == ({"created": 2}, 1)  # what would be kept: "I ran the tests." a claim
     r = ok(client.post("/v1/ingest/conversation", json={**body, "dry_run": False}, headers=auth("write")))
     assert r["project"] == "shop" and r["outcomes"] == {"created": 1, "superseded": 1}
+    assert (r["turns"], r["claims"]) == ({"created": 2}, 1)
     m = memory.get(r["admitted_items"][1]["memory_id"])
     assert (m.project, m.source, m.session, m.source_ref) == ("shop", "conversation", "s-1", "s-1#m3")
+    [turn] = [memory.get(i) for i in m.source_ids]  # the typed memory is derived from its turn, kept whole
+    assert (turn.kind, turn.content, turn.source_ref) == ("observation", MESSAGES[2]["content"], "s-1#m3")
     audit = ok(client.get("/v1/audit", params={"action": "ingest"}, headers=auth("read")))["items"]
     assert [(e["actor"], e["details"]["status"], e["details"]["dry_run"]) for e in audit] == [
         ("w", "completed", False),

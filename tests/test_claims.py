@@ -11,6 +11,7 @@ import pytest
 from conftest import Clock
 
 from agentmem import Config, Memory, NewMemory, ValidationError
+from agentmem.admission.policy import remark
 from agentmem.claims import CLAIM, of_turn, states_something
 from agentmem.config import ClaimRules
 from agentmem.records import Hit
@@ -69,6 +70,53 @@ def test_which_sentences_state_something(sentence: str, states: bool) -> None:
     assert states_something(sentence, RULES) is states
 
 
+@pytest.mark.parametrize(
+    ("sentence", "reason"),
+    [  # remarks whose form does not open the sentence (seen as claims in LongMemEval's knowledge updates)
+        ("I'm also thinking of working on some gift ideas for my sister's birthday next month.", "hypothetical"),
+        ("By the way, I've been thinking about our team's workload.", "hypothetical"),
+        ("I was thinking of trying out that new rose tea my sister introduced me to.", "hypothetical"),
+        ("Speaking of which, I'm thinking of trying a new tea subscription service.", "hypothetical"),
+        ("We deploy the shop API on Fly.io, but we might move it to Render.", "hypothetical"),
+        ("The shop API is slow, so I want to add a cache in front of it.", "hypothetical"),
+        ("I use vim and I'm also considering switching to Helix.", "hypothetical"),
+        ("That's really helpful, thank you!", "procedural"),
+        ("That's really helpful!", "procedural"),
+        ("That's great to know!", "procedural"),
+        ("Oh, that's a great idea, thanks for the tips.", "procedural"),
+        ("So thanks for the help with the shop API.", "procedural"),
+        ("Great, thanks!", "procedural"),
+        # ordinary statements stay statements, with a conjunction, a condition or praise inside
+        ("We deploy on Fridays, but if a release fails we roll back.", None),
+        ("We're on Render now for the shop API, and it is cheaper.", None),
+        ("That's great, we moved the shop API to Render last week.", None),
+        ("It's useful for caching sessions of the shop API.", None),
+        ("So now, we use Render for the shop API.", None),
+        ("I moved to Denver and I love the mountains.", None),
+        ("I have a dog and I could not be happier.", None),
+        ("We've been planning the migration for months, and it is done.", None),
+        ("I think City View Rooftop sounds like a great option.", None),
+        ("I've completed 4 projects since starting painting classes.", None),
+    ],
+)
+def test_remarks_are_read_wherever_a_clause_begins(sentence: str, reason: str | None) -> None:
+    assert remark(sentence) == reason
+    assert states_something(sentence, RULES) is (reason is None)
+
+
+def test_a_sentence_states_what_comes_before_its_hedged_clause() -> None:
+    # the statement before "so I was thinking of ..." is a claim; what someone wondered aloud is not
+    text = (
+        "I'm thinking of somewhere more relaxed. My friend Rachel just moved back to the suburbs, so I was "
+        "thinking of somewhere near a major city. We deploy the shop API on Fly.io, but we might move it to Render."
+    )
+    assert of_turn(text, RULES) == [
+        "My friend Rachel just moved back to the suburbs.",
+        "We deploy the shop API on Fly.io.",
+    ]
+    assert of_turn("Maybe we deploy on Fridays, and we might deploy on Mondays.", RULES) == []
+
+
 def test_a_turn_is_split_by_sentencex_and_labels_are_dropped() -> None:
     text = "User asked: Dr. Patel leads the payments team at Acme. Can you draft a memo?\n- We ship on Fridays now."
     assert of_turn(text, RULES) == ["Dr. Patel leads the payments team at Acme.", "We ship on Fridays now."]
@@ -120,7 +168,7 @@ def test_a_claim_said_again_is_reinforced_and_links_the_new_turn(memory: Memory,
 def test_a_turn_with_a_live_and_a_dead_claim(memory: Memory, clock: Clock) -> None:
     old_turn, _ = two_turns(memory, clock, "We deploy the shop API on Fly.io. The design team meets on Mondays.")
     assert {c.content for c in claims_of(memory)} == {"The design team meets on Mondays.",
-                                                     "Quick update: we're on Render now for the shop API."}  # fmt: skip
+                                                     "we're on Render now for the shop API."}  # fmt: skip
     hits = memory.recall("when does the design team meet?", project=P, k=5)
     (mine,) = [h for h in hits if said_in(h) == old_turn]
     assert mine.older_than is None  # its live half answers this query: it is not older news
@@ -187,6 +235,36 @@ def test_claims_over_the_real_http_server(server: Server) -> None:
         assert dead and dead[0]["memory"]["supersede_reason"] == "moved" and dead[0]["stated_in"]["content"] == OLD
 
 
+@pytest.mark.model
+@pytest.mark.slow
+def test_conversation_ingest_keeps_turns_whole_over_the_real_http_server(server: Server) -> None:
+    server.start()
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    messages = [
+        {"role": "user", "content": OLD, "id": "m1", "time": "2024-05-01T10:00:00Z"},
+        {"role": "assistant", "content": "Sure, here is a Dockerfile.", "id": "m2"},
+        {"role": "user", "content": NEW, "id": "m3", "time": "2024-06-01T10:00:00Z"},
+    ]
+    with httpx.Client(base_url=server.url, headers=auth, timeout=60) as http:
+        r = http.post("/v1/ingest/conversation", json={"messages": messages, "session": "chat-1"})
+        assert r.status_code == 200, r.text
+        report = r.json()
+        assert (report["turns"], report["claims"], report["skipped"]) == ({"created": 2}, 2, {"assistant_message": 1})
+        r = http.post("/v1/recall", json={"query": QUERY, "k": 3})
+        assert r.status_code == 200, r.text
+        top = r.json()["hits"][0]
+        assert top["memory"]["kind"] == "claim" and "Render" in top["memory"]["content"]
+        said = top["stated_in"]
+        assert (said["content"], said["kind"], said["source"], said["session"], said["source_ref"]) == (
+            NEW, "observation", "conversation", "chat-1", "chat-1#m3")  # fmt: skip
+        assert said["valid_from"].startswith("2024-06-01")
+        r = http.post("/v1/recall", json={"query": QUERY, "k": 3, "include_superseded": True})
+        dead = [h for h in r.json()["hits"] if h["memory"]["status"] == "superseded"]
+        assert dead and dead[0]["memory"]["supersede_reason"] == "moved" and dead[0]["stated_in"]["content"] == OLD
+        again = http.post("/v1/ingest/conversation", json={"messages": messages, "session": "chat-1"}).json()
+        assert (again["turns"], again["claims"]) == ({"unchanged": 2}, 0)  # a re-scan writes nothing new
+
+
 def test_deleting_a_turn_erases_the_claims_stated_in_it(memory: Memory) -> None:
     (turn,) = memory.observe([NewMemory(content="We deploy the billing service on Hetzner. It has 4 nodes.",
                                         project="p", kind="observation")])  # fmt: skip
@@ -196,3 +274,18 @@ def test_deleting_a_turn_erases_the_claims_stated_in_it(memory: Memory) -> None:
     assert set(report.ids) == {turn.id, *(c.id for c in said)}
     assert all(memory.get(c.id).status == "deleted" for c in said)
     assert not memory.recall("where is billing deployed?", project="p") and memory.check().ok
+
+
+def test_a_turn_whose_claim_is_said_again_is_no_older_news(memory: Memory, clock: Clock) -> None:
+    first, _ = two_turns(
+        memory,
+        clock,
+        "By the way, I have a cocktail-making class on Fridays, so maybe something I can try then.",
+        "Speaking of cocktails, I have a cocktail-making class on Friday.",
+    )
+    [dead] = claims_of(memory, "superseded")
+    assert dead.content == "I have a cocktail-making class on Fridays."  # the hedged clause is no part of it
+    assert dead.supersede_reason in ("same value", "similarity")
+    hits = memory.recall("What day of the week do I take a cocktail-making class?", project=P, k=5)
+    (mine,) = [h for h in hits if said_in(h) == first]
+    assert mine.older_than is None  # the later turn says the same: the earlier one is not older news

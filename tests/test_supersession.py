@@ -481,3 +481,46 @@ def test_a_question_and_its_new_answer_supersedes_and_two_questions_never_meet()
     # the same question and answer in other spacing restates it: no new answer
     same = run_decide("who is the education minister of bihar ?  Krishna Nandan Prasad Verma", old, {1: 0.99})
     assert same.reason != "new answer"
+
+
+LEAD_INS = ("", "Quick update: ", "FYI: ", "FYI, ", "Heads up - ", "Update: ")
+LEAD_IN_CASES = [  # after "We deploy the shop API on Fly.io"
+    ("we're on Render now for the shop API", True),
+    ("we moved the shop API to Render", True),
+    ("we no longer use Fly.io for the shop API", True),
+    ("we're deploying the shop API now", False),  # no value in it: nothing moved
+    ("the shop API docs are on Notion now", False),  # another subject
+    ("we redeployed the shop API now", False),
+]
+
+
+@pytest.mark.parametrize("lead", LEAD_INS)
+@pytest.mark.parametrize(("new", "fires"), LEAD_IN_CASES)
+def test_a_lead_in_label_neither_makes_nor_hides_a_move(lead: str, new: str, fires: bool) -> None:
+    # "Quick" or "FYI" at a sentence's start reads as a name, a new value: "Quick update: we're
+    # deploying the shop API now" killed "We deploy the shop API on Fly.io", and "Heads up - we're
+    # on Render now ..." missed the move
+    text = lead + (new if lead else new[0].upper() + new[1:])
+    d = run_decide(text, [mv(1, "We deploy the shop API on Fly.io")], {1: 0.5})
+    assert (d.outcome == "superseded") is fires, d
+
+
+def test_a_lead_in_label_through_remember_and_observe(tmp_path: Any, real_embedder: Any) -> None:
+    from agentmem import NewMemory
+    from agentmem.claims import CLAIM
+
+    old = "We deploy the shop API on Fly.io."
+    may, june = datetime(2024, 5, 1, tzinfo=UTC), datetime(2024, 6, 1, tzinfo=UTC)
+    leads = ("Quick update: ", "FYI: ", "Heads up - ")
+    cases = [(lead + new + ".", new + ".", fires) for lead in leads for new, fires in LEAD_IN_CASES]
+    with Memory(tmp_path / "data", embedder=real_embedder) as mem:
+        for n, (text, said_as, fires) in enumerate(cases):  # each case in its own projects: nothing else to meet
+            first = mem.remember(old, project=f"r{n}")
+            r = mem.remember(text, project=f"r{n}")
+            assert (r.outcome == "superseded" and r.superseded_id == first.memory.id) is fires, (text, r.reason)
+            mem.observe([NewMemory(content=old, project=f"o{n}", kind="observation", valid_from=may)])
+            mem.observe([NewMemory(content=text, project=f"o{n}", kind="observation", valid_from=june)])
+            dead = mem.list_versions(projects=[f"o{n}"], kinds=[CLAIM], status="superseded", latest_only=False)[0]
+            assert [v.content for v in dead] == ([old] if fires else []), text
+            said = mem.list_versions(projects=[f"o{n}"], kinds=[CLAIM], status="active", latest_only=False)[0]
+            assert [v.content for v in said if v.content != old] == [said_as], text  # no label

@@ -250,3 +250,32 @@ def test_a_recall_shows_which_hit_is_the_older_statement(client: TestClient, mem
     top = hits[0].memory.id  # the newer turn's claim, or the turn itself
     assert hits[0].stated_in is None or hits[0].stated_in.id == new.id
     assert f'(older than <a href="/ui/memories/{top}">#{top}</a>)' in r.text
+
+
+def test_a_recall_shows_the_turn_a_claim_was_said_in_and_the_older_turn(client: TestClient, memory: Memory) -> None:  # type: ignore[type-arg]
+    from datetime import UTC, datetime
+
+    from agentmem.claims import CLAIM
+
+    old, new = (
+        memory.observe([NewMemory(content=text, project="shop", kind="observation", valid_from=when)])[0]
+        for text, when in (
+            ("We deploy the shop API on Fly.io. Can you help me write a Dockerfile?", datetime(2026, 1, 2, tzinfo=UTC)),
+            ("Quick update: we're on Render now for the shop API.", datetime(2026, 1, 20, tzinfo=UTC)),
+        )
+    )
+    query = "where is the shop API deployed?"
+    hits = memory.recall(query, project="shop", k=5)
+    claim = next(h for h in hits if h.memory.kind == CLAIM and h.stated_in is not None)
+    assert claim.stated_in is not None and claim.stated_in.id == new.id
+    stale = next(h for h in hits if h.memory.id == old.id)
+    assert stale.older_than is not None
+    r = client.get("/ui/p/shop/", params={"q": query}, headers=auth("read"))
+    assert r.status_code == 200
+    row = next(tr for tr in r.text.split("<tr>") if f'href="/ui/memories/{claim.memory.id}">#' in tr)
+    assert f'(said in <a href="/ui/memories/{new.id}">#{new.id}</a>)' in row
+    row = next(tr for tr in r.text.split("<tr>") if f'<td><a href="/ui/memories/{old.id}">' in tr)
+    n = stale.older_than
+    assert f'(older than <a href="/ui/memories/{n}">#{n}</a>)' in row and "said in" not in row
+    page = client.get(f"/ui/memories/{claim.memory.id}", headers=auth("read")).text
+    assert f'<dt>Said in</dt><dd><a href="/ui/memories/{new.id}">#{new.id}</a></dd>' in page

@@ -46,6 +46,9 @@ def report_text(r: ScanReport, show_rejected: bool) -> str:
         f"  rejected: {reasons}",
         f"  skipped: {skipped}",
     ]
+    if r.source == "conversation":
+        kept = ", ".join(f"{k} {v}" for k, v in r.turns.items()) or "none"
+        lines.insert(1, f"  turns kept whole: {kept}; claims from their sentences: {r.claims}")
     lines += [f"  + {i.ref} [{i.kind}] {i.text}" + (f" -> {i.outcome} #{i.memory_id}" if i.outcome else "")
               for i in r.admitted_items[:200]]  # fmt: skip
     if show_rejected or r.dry_run:

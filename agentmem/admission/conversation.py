@@ -187,15 +187,15 @@ def skip_reason(m: Message, include_assistant: bool) -> str | None:
     return None
 
 
-def candidates(
+def turns(
     messages: Iterable[Message],
     session: str,
     *,
     include_assistant: bool,
     skipped: Counter[str],
     provider: Provider | None = None,
-) -> Iterator[tuple[Message, Candidate]]:
-    """Every candidate of every eligible message, with the message it came from.
+) -> Iterator[tuple[Message, str, list[Candidate]]]:
+    """Every eligible message (a turn), with its reference ("SESSION#ID") and its candidates.
 
     With a `provider`, the claims it finds in a message are proposed too, and judged by the same
     policy (a claim it invents that the rules would refuse is refused); a failed reply is counted
@@ -209,19 +209,17 @@ def candidates(
         ref = f"{session}#{m.id}"[:200]
         speaker = m.name or m.role
         found = propose(m.content, speaker=speaker, ref=ref)
-        for c in found:
-            yield m, c
-        if provider is None:
-            continue
-        try:
-            proposed = provider.claims(m.content)
-        except ProviderError:
-            skipped["provider_failed"] += 1
-            continue
-        seen = {c.text for c in found}
-        for text in proposed:
-            if text in seen:
-                continue
-            seen.add(text)
-            verdict = judge(text, speaker=speaker, ref=ref)
-            yield m, verdict if verdict is not None else Candidate(text=text, ref=ref, reason="no_claim")
+        if provider is not None:
+            try:
+                proposed = provider.claims(m.content)
+            except ProviderError:
+                skipped["provider_failed"] += 1
+                proposed = []
+            seen = {c.text for c in found}
+            for text in proposed:
+                if text in seen:
+                    continue
+                seen.add(text)
+                verdict = judge(text, speaker=speaker, ref=ref)
+                found.append(verdict if verdict is not None else Candidate(text=text, ref=ref, reason="no_claim"))
+        yield m, ref, found

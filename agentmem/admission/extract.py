@@ -37,6 +37,7 @@ from sentencex import segment
 
 from agentmem.admission.policy import Reason, is_event, mentions_self, object_ok, predicate_ok, remark, screen
 from agentmem.records import Triple
+from agentmem.text import without_lead_in
 
 CLAIM_KINDS: dict[str, str] = {
     "identity": "identity",
@@ -200,7 +201,7 @@ def _split(text: str) -> Iterator[str]:
     for part in (p for line in text.split("\n") for p in segment("en", line)):
         s = " ".join(part.split())
         s = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", s)
-        s = _FILLER.sub("", s).strip()
+        s = without_lead_in(_FILLER.sub("", without_lead_in(s))).strip()  # "Quick update:", "So, FYI:"
         if s:
             yield s
 

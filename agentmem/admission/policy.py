@@ -116,13 +116,49 @@ _PROCEDURAL = re.compile(
     r"(?:here(?:'s| is| are)|below is|above is|the following)\b|"
     r"(?:sounds good|got it|makes sense|no problem|you're welcome|good (?:morning|night|luck)|hi|hello|hey|bye)\b)"
 )
-_HYPOTHETICAL = re.compile(
-    r"(?i)^(?:if|unless|maybe|perhaps|probably|possibly|hopefully|suppose|what if|in case|"
-    r"i (?:wish|hope|might|may|could|would|should|guess|wonder|think we should)\b|"
-    r"we (?:might|may|could|should|would)\b|i'd (?:like to|love to|want to|rather)\b|"
-    r"i(?:'m| am) (?:thinking (?:of|about)|planning|considering|hoping|not sure)\b|"
-    r"i (?:want|plan|intend|need) to\b|we (?:want|plan|intend|need) to\b)"
+# What someone might do, wants or plans, said of themselves: "I'm (also) thinking of", "I've been
+# considering", "we plan to". Matched wherever a clause begins, not only at a sentence's start.
+_ADV = r"(?:(?:also|still|really|just|now|currently|actually|seriously|kind of|sort of|even|already)\s+)*"
+_INTENT = (
+    rf"i {_ADV}(?:wish|hope|might|may|could|would|should|guess|wonder|think we should)\b(?! not\b)|"
+    rf"we {_ADV}(?:might|may|could|should|would)\b(?! not\b)|i'd {_ADV}(?:like to|love to|want to|rather)\b|"
+    rf"(?:i(?:'m| am)|we(?:'re| are)) {_ADV}(?:thinking (?:of|about)|planning|considering|hoping|not sure)\b|"
+    rf"(?:i(?:'ve| have)|we(?:'ve| have)) {_ADV}been {_ADV}"
+    r"(?:thinking (?:of|about)|considering|hoping|meaning|planning to)\b|"
+    rf"(?:i|we) (?:was|were) {_ADV}(?:thinking|planning|considering|hoping|wondering)\b|"
+    rf"(?:i|we) {_ADV}(?:want|plan|intend|need) to\b"
 )
+_HYPOTHETICAL = re.compile(
+    rf"(?i)^(?:if|unless|maybe|perhaps|probably|possibly|hopefully|suppose|what if|in case|{_INTENT})"
+)
+# A clause that begins with an intent or a hedge makes its sentence hypothetical ("I use vim, but
+# I'm thinking of switching": a rule must not read the switch as news). A condition inside a
+# statement ("..., but if a release fails we roll back") does not.
+_HYPOTHETICAL_CLAUSE = re.compile(rf"(?i)(?:maybe|perhaps|hopefully|what if|{_INTENT})")
+# Where a clause begins inside a sentence: after a comma, semicolon, colon or dash, or at a
+# conjunction ("..., so I might", "... and we could", "... but I'm also thinking of").
+_CLAUSE_START = re.compile(r"(?i)(?:[,;:]|\s[-\u2013\u2014]+)\s*|\b(?:and|but|so|or)\s+")
+# Discourse markers a sentence may open with before its remark: "So thanks", "Oh, that's really helpful".
+_LEAD = re.compile(
+    r"(?i)^(?:(?:so|and|but|or|also|oh|ah|well|anyway|actually|honestly|ok(?:ay)?|yeah|yes|wow|btw|by the way|"
+    r"speaking of (?:which|that)|in that case|then|though)\b[,:!.]*\s*)+"
+)
+# A courtesy to the listener, the whole sentence ("That's really helpful, thanks!", "That's great
+# to know", "Great, thanks"): it says how the talk went, not how things are.
+_PRAISE = (
+    r"(?:great|good|helpful|useful|interesting|cool|nice|awesome|perfect|amazing|fantastic|wonderful|excellent|"
+    r"brilliant|fascinating|informative|lovely|neat|super helpful|exactly what i (?:need|needed|was looking for))"
+)
+_COURTESY = re.compile(
+    r"(?i)^(?:(?:that|this|it|which)(?:'s| is| was| sounds| looks| seems)\s+(?:like\s+)?"
+    r"(?:(?:really|very|so|super|incredibly|extremely|quite|truly|such|a|an|all)\s+)*"
+    rf"{_PRAISE}\b(?:\s+(?:to (?:know|hear)|idea|ideas|tips?|advice|suggestions?|points?|question|info|"
+    r"information|news|list|help|recommendations?|start|plan))?|"
+    rf"{_PRAISE}\b(?:\s+to (?:know|hear))?|"
+    r"(?:thanks?|thank you|cheers|much appreciated|i appreciate (?:it|that|this))\b)"
+    r"(?:\s*[,.!;:\-\u2013\u2014]+\s*(?:(?:thanks?|thank you|cheers|i appreciate)\b.*)?)?\s*[.!]*$"
+)
+_REQUEST = re.compile(r"(?i)^(?:thanks?\b|thank you\b|please\b|pls\b|can you\b|could you\b|would you\b|let me\b)")
 _FIRST_PERSON = re.compile(
     r"(?i)\b(?:let's|i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'd|we'll|our|ours|us)\b"
 )
@@ -200,12 +236,40 @@ def screen(statement: str) -> Reason | None:
 
 
 def remark(statement: str) -> Reason | None:
-    """`procedural` or `hypothetical` for talk about the session, or about what might happen."""
-    if _PROCEDURAL.match(statement):
+    """`procedural` or `hypothetical` for talk about the session, or about what might happen.
+
+    Procedural: a request, a step or a courtesy at the sentence's start, also after a discourse
+    marker ("So thanks", "Oh, that's really helpful!"); a sentence that is only praise of the
+    reply ("That's great to know"). Hypothetical: a condition, a hedge or an intent at its start,
+    or an intent or a hedge at the start of any of its clauses ("I'm also thinking of ...",
+    "..., so we might ...", "I use vim, but I'm thinking of switching")."""
+    s = statement.strip().replace("\u2019", "'")
+    lead = _LEAD.sub("", s)
+    if _PROCEDURAL.match(s) or _REQUEST.match(lead) or _COURTESY.match(lead):
         return "procedural"
-    if _HYPOTHETICAL.match(statement):
+    if _HYPOTHETICAL.match(s) or _HYPOTHETICAL.match(lead):
         return "hypothetical"
+    return "hypothetical" if _hedge(s) is not None else None
+
+
+def _hedge(s: str) -> int | None:
+    """Where the first clause after the sentence's start that opens with an intent or a hedge begins."""
+    for m in _CLAUSE_START.finditer(s):
+        if m.start() > 0 and _HYPOTHETICAL_CLAUSE.match(_LEAD.sub("", s[m.end() :])):
+            return m.start()
     return None
+
+
+def before_hedge(statement: str) -> str:
+    """A sentence up to its first clause that opens with an intent or a hedge: "My friend Rachel just
+    moved back to the suburbs, so I was thinking of somewhere near a city" states only its first
+    clause. The sentence itself when no later clause is one (or nothing stands before it)."""
+    s = statement.strip().replace("\u2019", "'")
+    cut = _hedge(s)
+    if cut is None:
+        return statement
+    head = s[:cut].rstrip(" ,;:-\u2013\u2014")
+    return head + "." if head else statement
 
 
 def is_event(statement: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 from tqdm import tqdm
 
-from agentmem import validate, writes
+from agentmem import claims, validate, writes
 from agentmem.admission import code, conversation, files, notes
 from agentmem.admission.conversation import Message
 from agentmem.admission.extract import Candidate
@@ -70,6 +70,10 @@ class ScanReport(msgspec.Struct, frozen=True, kw_only=True):
     items_truncated: bool
     error: str | None = None
     audit_id: int | None = None
+    # conversations: each turn kept whole (created; unchanged on a re-scan; invalid when the store
+    # refuses it), and how many of its sentences became claims; on a dry run, what would be
+    turns: dict[str, int] = {}
+    claims: int = 0
 
 
 class Scan:
@@ -89,6 +93,8 @@ class Scan:
         self.admitted_items: list[ScanItem] = []
         self.rejected_items: list[ScanItem] = []
         self.truncated = False
+        self.turns: Counter[str] = Counter()
+        self.claims = 0
 
     def _list(self, into: list[ScanItem], item: ScanItem) -> None:
         if len(into) < MAX_LISTED:
@@ -96,14 +102,52 @@ class Scan:
         else:
             self.truncated = True
 
-    def offer(self, c: Candidate, *, session: str | None = None, time: datetime | None = None) -> None:
-        """Reject it with its reason, or admit it through remember() (not on a dry run)."""
+    def turn(self, m: Message, *, session: str, ref: str, typed: Collection[str]) -> int | None:
+        """Keep a message whole as a turn, as `observe()` does: an observation, its sentences that
+        state something claims derived from it in the same write unit; but not the sentences in
+        `typed` (admitted as typed memories, which are derived from the turn instead). The turn's
+        id; None on a dry run, or when the store refuses it (too long, say): its candidates still go ahead."""
+        new = NewMemory(
+            content=m.content,
+            project=self.project,
+            kind=claims.TURN,
+            tier="working",
+            agent=self.agent,
+            session=session,
+            source=self.source,
+            source_ref=ref,
+            salience=0.3,
+            valid_from=m.time,
+        )
+        try:
+            checked = writes.prepared(self.mem, new, {})
+        except ValidationError:
+            self.turns["invalid"] += 1
+            return None
+        said = claims.of_turn(checked.content, self.mem.config.claims) if self.mem.config.claims.enabled else []
+        seen = self._seen(checked.content, ref, claims.TURN)
+        if seen is not None:  # this message, scanned before: its turn and claims are there
+            self.turns["unchanged"] += 1
+            return seen
+        self.turns["created"] += 1
+        self.claims += sum(s not in typed for s in said)
+        if self.dry_run:
+            return None
+        [kept] = writes.observe(self.mem, [checked], actor=self.actor, not_claims=[typed])
+        return kept.id
+
+    def offer(
+        self, c: Candidate, *, session: str | None = None, time: datetime | None = None, turn: int | None = None
+    ) -> None:
+        """Reject it with its reason, or admit it through remember() (not on a dry run), derived
+        from its `turn` when there is one."""
         item = ScanItem(text=c.text[:2000], ref=c.ref, reason=c.reason, claim=c.claim, kind=c.kind)
         if c.reason is not None or c.kind is None:
             self.rejected[c.reason or "no_claim"] += 1
             self._list(self.rejected_items, item)
             return
-        seen = self._seen(c)
+        kind = c.kind if c.kind in self.mem.config.kinds else "fact"
+        seen = self._seen(c.text, c.ref, kind)
         if seen is not None:  # the same statement from the same place, scanned before: nothing new
             self.outcomes["unchanged"] += 1
             item = msgspec.structs.replace(item, outcome="unchanged", memory_id=seen)
@@ -111,13 +155,14 @@ class Scan:
             new = NewMemory(
                 content=c.text,
                 project=self.project,
-                kind=c.kind if c.kind in self.mem.config.kinds else "fact",
+                kind=kind,
                 title=c.title,
                 triple=c.triple,
                 agent=self.agent,
                 session=session,
                 source=self.source,
                 source_ref=c.ref,
+                source_ids=[turn] if turn is not None else [],
                 valid_from=time,
             )
             try:  # a dry run checks exactly what a real run checks; only the write is left out
@@ -133,10 +178,10 @@ class Scan:
         self.admitted += 1
         self._list(self.admitted_items, item)
 
-    def _seen(self, c: Candidate) -> int | None:
-        """The version that already holds this exact statement from this exact place (a re-scan), if any."""
-        digest = sha256(c.text.strip())
-        same = Filter(projects=(self.project,), source=self.source, source_ref=c.ref, content_hash=digest)
+    def _seen(self, text: str, ref: str, kind: str) -> int | None:
+        """The version of this kind that already holds this exact text from this exact place (a re-scan), if any."""
+        digest = sha256(text.strip())
+        same = Filter(projects=(self.project,), kinds=(kind,), source=self.source, source_ref=ref, content_hash=digest)
         found = self.mem.store.ids(same, order="-id", limit=1)
         return found[0] if found else None
 
@@ -162,6 +207,8 @@ class Scan:
             rejected_items=self.rejected_items,
             items_truncated=self.truncated,
             error=error,
+            turns=dict(sorted(self.turns.items())),
+            claims=self.claims,
         )
         entry = AuditEntry(
             created_at=ended,
@@ -183,6 +230,7 @@ class Scan:
                 "rejected_by_reason": report.rejected_by_reason,
                 "skipped": report.skipped,
                 "outcomes": report.outcomes,
+                **({"turns": report.turns, "claims": report.claims} if self.source == "conversation" else {}),
                 **({"error": error} if error else {}),
             },
         )
@@ -264,11 +312,14 @@ def ingest_conversation(
         scan.units = len(parsed.messages) + sum(parsed.skipped.values())
         bar = _bar(parsed.messages, progress, "messages")
         provider = mem.provider if use_provider else None
-        found = conversation.candidates(
+        said = conversation.turns(
             bar, sid, include_assistant=include_assistant, skipped=scan.skipped, provider=provider
         )
-        for m, c in found:
-            scan.offer(c, session=sid, time=m.time)
+        for m, ref, found in said:
+            typed = {c.text for c in found if c.admitted and c.kind is not None}
+            turn = scan.turn(m, session=sid, ref=ref, typed=typed)
+            for c in found:
+                scan.offer(c, session=sid, time=m.time, turn=turn)
 
     return run(mem, "conversation", target, project, body, dry_run=dry_run, actor=actor, agent=agent)
 

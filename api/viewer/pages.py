@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from agentmem.audit import ACTIONS, AuditEntry
+from agentmem.claims import CLAIM
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.records import MemoryVersion, RememberResult, Stats, Triple
 from agentmem.retention import Retention
@@ -81,20 +82,25 @@ def remember_box(project: str, csrf: str, kinds: Sequence[str], *, key: str | No
 
 
 def memory_rows(
-    items: Sequence[tuple[MemoryVersion, Retention, float | None]], older: Mapping[int, int] | None = None
+    items: Sequence[tuple[MemoryVersion, Retention, float | None]],
+    older: Mapping[int, int] | None = None,
+    said_in: Mapping[int, int] | None = None,
 ) -> Safe:
     """The table of memories; `older` maps a recalled memory to the newer one that states its slot
-    with another value (a hit's `older_than`), shown beside its content."""
+    with another value (a hit's `older_than`), `said_in` a recalled claim to the turn it was said in
+    (a hit's `stated_in`): both shown beside its content, as links."""
     if not items:
         return Safe('<p class="muted">No current memories match.</p>')
     rows = []
     for m, r, score in items:
-        newer = (older or {}).get(m.id)
-        note = (
-            fmt(' <span class="older">(older than <a href="/ui/memories/{n}">#{n}</a>)</span>', n=newer)
-            if newer is not None
-            else Safe("")
-        )
+        newer, turn = (older or {}).get(m.id), (said_in or {}).get(m.id)
+        note = Safe("")
+        if turn is not None:
+            note = fmt(' <span class="said">(said in <a href="/ui/memories/{t}">#{t}</a>)</span>', t=turn)
+        if newer is not None:
+            note = fmt(
+                '{s} <span class="older">(older than <a href="/ui/memories/{n}">#{n}</a>)</span>', s=note, n=newer
+            )
         rows.append(
             fmt(
                 '<tr><td><a href="/ui/memories/{id}">#{id}</a></td><td class="content">{content}{note}</td>'
@@ -136,6 +142,7 @@ def memories(
     next_cursor: int | None,
     box: Safe,
     older: Mapping[int, int] | None = None,
+    said_in: Mapping[int, int] | None = None,
 ) -> Safe:
     b = base(project)
     more = Safe("")
@@ -165,7 +172,7 @@ def memories(
         agent=agent or "",
         statuses=options([s for s in STATUSES if s != "active"] + ["all"], status, blank="active (current)"),
         what=what,
-        rows=memory_rows(items, older),
+        rows=memory_rows(items, older, said_in),
         more=more,
         box=box,
     )
@@ -214,6 +221,17 @@ def death(v: MemoryVersion, by: MemoryVersion | None) -> Safe:
     return Safe('<p class="muted">Current: in recall now.</p>')
 
 
+def evidence(v: MemoryVersion) -> Safe:
+    """What a version was built from: a claim's turn ("Said in"), a derived memory's sources."""
+    if not v.source_ids:
+        return Safe("")
+    return fmt(
+        "<dt>{what}</dt><dd>{links}</dd>",
+        what="Said in" if v.kind == CLAIM else "Derived from",
+        links=join([memory_link(i) for i in v.source_ids], ", "),
+    )
+
+
 def timeline(
     chain: Sequence[MemoryVersion],
     focus: int,
@@ -234,7 +252,8 @@ def timeline(
                 '<li id="v{id}" class="{cls}"{cur}><h2>Version {ver} · {link} · {status}</h2>'
                 '<div class="content">{content}</div>'
                 '<dl><dt>Became true</dt><dd><time datetime="{vf}">{vfs}</time> (recorded {created})</dd>'
-                "{key}{triple}<dt>Kind / tier / agent / source</dt><dd>{kind} / {tier} / {agent} / {source}</dd>"
+                "{key}{triple}{evidence}"
+                "<dt>Kind / tier / agent / source</dt><dd>{kind} / {tier} / {agent} / {source}</dd>"
                 "<dt>Reinforced</dt><dd>{reinf} times; recalled {acc} times</dd></dl>{death}{restore}</li>",
                 id=v.id,
                 cls="dead" if v.status != "active" else "alive",
@@ -248,6 +267,7 @@ def timeline(
                 created=v.created_at,
                 key=fmt("<dt>Key</dt><dd>{k}</dd>", k=v.key) if v.key else Safe(""),
                 triple=fmt("<dt>Triple</dt><dd>{t}</dd>", t=triple) if triple else Safe(""),
+                evidence=evidence(v),
                 kind=v.kind,
                 tier=v.tier,
                 agent=v.agent or "-",

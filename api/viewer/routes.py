@@ -156,6 +156,7 @@ def memories(
         raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)} or all")
     items: list[tuple[MemoryVersion, Retention, float | None]]
     older: dict[int, int] = {}
+    said_in: dict[int, int] = {}
     nxt = None
     if query:
         hits = mem.recall(
@@ -168,6 +169,7 @@ def memories(
         )
         items = [(h.memory, _retention(mem, h.memory), h.score) for h in hits]
         older = {h.memory.id: h.older_than for h in hits if h.older_than is not None}
+        said_in = {h.memory.id: h.stated_in.id for h in hits if h.stated_in is not None}
     else:
         found, nxt = mem.list_versions(
             projects=[project],
@@ -184,7 +186,7 @@ def memories(
     box = pages.remember_box(project, v.csrf, kinds, can=v.who.can("write"))
     body = pages.memories(
         project, items, q=query, tier=tier, kind=kind, agent=agent, status=status, kinds=kinds, next_cursor=nxt,
-        box=box, older=older,
+        box=box, older=older, said_in=said_in,
     )  # fmt: skip
     return html(_doc(v, f"Memories in {project}", body, project))
 

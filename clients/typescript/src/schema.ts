@@ -1164,6 +1164,11 @@ export interface components {
             items_truncated: boolean;
             error?: string | null;
             audit_id?: number | null;
+            turns?: {
+                [key: string]: number;
+            };
+            /** @default 0 */
+            claims?: number;
         };
         /** ScoreParts */
         ScoreParts: {
