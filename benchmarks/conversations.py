@@ -80,6 +80,19 @@ class VectorCache:
         """The cached vectors of these text keys, in their order."""
         return self._vectors[[self._rows[k] for k in keys]]
 
+    def merge(self, other: VectorCache) -> int:
+        """Take (and save) the vectors `other` holds that this cache does not, e.g. a cache built in parallel
+        in another folder; both must be of one model and kind. How many were taken."""
+        if (other.name, other.dim) != (self.name, self.dim):
+            raise ValueError(f"cannot merge {other.name} ({other.dim}) vectors into {self.name} ({self.dim})")
+        new = [k for k in other.keys() if k not in self._rows]
+        if new:
+            base = len(self._vectors)
+            self._vectors = np.concatenate([self._vectors, other.vectors_of(new)])
+            self._rows.update({k: base + i for i, k in enumerate(new)})
+            self._save()
+        return len(new)
+
     def has(self, text: str) -> bool:
         """True when the vector of this exact text is cached."""
         return text_key(text) in self._rows

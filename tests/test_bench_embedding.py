@@ -101,6 +101,18 @@ def test_agreement_of_two_caches(tmp_path: Path) -> None:
     assert embedding.agreement(c, b)["min"] == pytest.approx(-1.0)
 
 
+def test_caches_built_apart_merge(tmp_path: Path) -> None:
+    a = embedding.vector_cache("onnx", Fake(), tmp_path / "a")
+    b = embedding.vector_cache("onnx", Fake(), tmp_path / "b")
+    a.get(["one", "two"])
+    b.get(["two", "three"])
+    assert a.merge(b) == 1 and a.merge(b) == 0
+    again = embedding.vector_cache("onnx", Fake(), tmp_path / "a")  # saved
+    assert len(again) == 3 and np.allclose(again.get(["three"]), fake(["three"]))
+    with pytest.raises(ValueError, match="cannot merge"):
+        a.merge(embedding.vector_cache("torch", Fake(), tmp_path / "b"))
+
+
 def _hits(path: Path, kind: str | None) -> Path:
     meta = {"command": "c", "data": ["d"], "questions": 1, "embedding_seconds": 0, "texts_embedded": 0,
             "total_seconds": 1} | ({"embedder": {"kind": kind}} if kind else {})  # fmt: skip
