@@ -216,13 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command = command_line("locomo", argv)
     started = time.perf_counter()
-    kind = kind_of(args)
+    embedder_kind = kind_of(args)
     if not args.data.exists():
         raise SystemExit(f"data file not found: {args.data} (use --data)")
     convs = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit]
-    model = model_embedder(kind)
-    cache = vector_cache(kind, model, args.cache_dir)
-    say(f"embedder {kind}: vectors in {cache.path}")
+    model = model_embedder(embedder_kind)
+    cache = vector_cache(embedder_kind, model, args.cache_dir)
+    say(f"embedder {embedder_kind}: vectors in {cache.path}")
     all_turns = [conversation_turns(c) for c in convs]
     qas = [[q for q in c["qa"] if evidence_ids(q.get("evidence", []))] for c in convs]
     t0 = time.perf_counter()
@@ -271,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "evidence_ids_naming_no_turn": unknown,
         "k": K,
         "default": DEFAULT,
-        "embedder": info(kind, model),
+        "embedder": info(embedder_kind, model),
         "systems": {s: score_rows(rows, s) for s in systems},
         "timing": {
             "embedding_seconds": embed_seconds,
@@ -285,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "total_seconds": round(time.perf_counter() - started, 1),
         },
-        "machine": machine_info(info(kind, model)),
+        "machine": machine_info(info(embedder_kind, model)),
     }
     write_json(args.out, "locomo", results)
     write_outputs(results, args.out)
