@@ -95,7 +95,8 @@ def test_agreement_of_two_caches(tmp_path: Path) -> None:
     a.get(["one", "three", "only in a"])
     b.get(["one", "three"])
     got = embedding.agreement(a, b)
-    assert got["texts"] == 2 and got["min"] == pytest.approx(1.0) and got["below_0.9999"] == 0 and got["largest_1_minus_cosine"] < 1e-6
+    assert got["texts"] == 2 and got["min"] == pytest.approx(1.0) and got["below_0.9999"] == 0
+    assert got["largest_1_minus_cosine"] < 1e-6
     c = embedding.vector_cache("onnx", Fake(-1.0), tmp_path / "neg")
     c.get(["one"])
     assert embedding.agreement(c, b)["min"] == pytest.approx(-1.0)
@@ -129,3 +130,30 @@ def test_from_hits_keeps_the_embedder_and_refuses_a_mix(tmp_path: Path) -> None:
         longmemeval.read_hits([a, c])
     old = _hits(tmp_path / "old.jsonl.gz", None)  # written before the option: no embedder recorded
     assert longmemeval.read_hits([old])[1]["embedder"] is None
+
+
+class HashEmbedder(Fake):
+    """A stand-in for the model in an end-to-end run of a benchmark (no model load): a hashed bag of words."""
+
+    name, dim, backend = "all-MiniLM-L6-v2", 384, "fake"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, hash(w) % 384] += 1.0
+        out[:, 0] += 1e-3
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_locomo_records_its_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not locomo.DEFAULT_DATA.joinpath(locomo.LOCOMO).exists():
+        pytest.skip("no LoCoMo data")
+    monkeypatch.setattr(locomo, "model_embedder", lambda kind: HashEmbedder())
+    argv = ["--limit", "1", "--no-ablations", "--embedder", "onnx-int8", "--cache-dir", str(tmp_path / "c"),
+            "--work-dir", str(tmp_path), "--out", str(tmp_path / "out")]  # fmt: skip
+    assert locomo.main(argv) == 0
+    res = json.loads((tmp_path / "out" / "locomo.json").read_text())
+    assert res["embedder"]["kind"] == "onnx-int8" and res["machine"]["embedder"] == res["embedder"]
+    assert (tmp_path / "c" / "content-vectors-all-MiniLM-L6-v2-int8-onnx.npy").exists()
+    assert "embedder onnx-int8" in (tmp_path / "out" / "locomo.md").read_text()
