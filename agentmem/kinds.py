@@ -8,10 +8,13 @@ import msgspec
 
 
 class KindSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How a kind ages: its half-life in days (None: never decays) and its starting confidence."""
+    """How a kind ages: its half-life in days (None: never decays) and its starting confidence.
+    `moment`: what it records happened at its time (an event, an observation), rather than holding
+    from its time until it is replaced (a fact, a preference): how a time window reads it."""
 
     half_life_days: float | None
     start_confidence: float
+    moment: bool = False
 
     def __post_init__(self) -> None:
         if self.half_life_days is not None and not 0 < self.half_life_days <= 1_000_000:
@@ -29,8 +32,8 @@ KINDS: dict[str, KindSpec] = {
     "lesson": KindSpec(365.0, 0.75),
     "procedure": KindSpec(365.0, 0.75),
     "claim": KindSpec(180.0, 0.6),  # a sentence of an observed turn (agentmem.claims): said, not curated
-    "observation": KindSpec(7.0, 0.5),
-    "event": KindSpec(None, 0.9),
+    "observation": KindSpec(7.0, 0.5, moment=True),
+    "event": KindSpec(None, 0.9, moment=True),
 }
 
 TIERS = ("working", "episodic", "semantic", "procedural")

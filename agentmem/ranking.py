@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import NamedTuple
 
 import msgspec
 
@@ -35,6 +36,63 @@ def rrf(ranks: list[int | None]) -> float:
     return sum(1.0 / (RRF_K + r) for r in ranks if r is not None) / best
 
 
+class Terms(NamedTuple):
+    """What a candidate's score is made of: relevance, and the currentness its confidence, salience
+    and recency make."""
+
+    relevance: float
+    confidence: float
+    recency: float
+    current: float
+
+
+def terms(
+    m: MemoryVersion,
+    *,
+    now: datetime,
+    bm25: tuple[int, float] | None,
+    vector: tuple[int, float] | None,
+    best: tuple[float, float],
+    weights: Weights,
+    kinds: dict[str, KindSpec] = KINDS,
+) -> Terms:
+    """The terms of one candidate; `bm25` and `vector` are (rank, raw score).
+
+    Relevance blends reciprocal rank fusion with each list's score relative to its best hit
+    (`best` = top BM25 score, top cosine), so that a far better match is not levelled to a
+    rank one place higher.
+    """
+    fused = rrf([bm25[0] if bm25 else None, vector[0] if vector else None])
+    magnitude = 0.0
+    for hit, top in ((bm25, best[0]), (vector, best[1])):
+        if hit is not None and top > 0:
+            magnitude += max(0.0, hit[1]) / top / 2
+    relevance = weights.fusion * fused + (1.0 - weights.fusion) * magnitude
+    conf = effective_confidence(m, now, kinds)
+    recency = math.exp(-math.log(2) * days_between(m.valid_from, now) / weights.recency_half_life_days)
+    current = weights.confidence * conf + weights.salience * m.salience + weights.recency * recency
+    return Terms(relevance, conf, recency, current)
+
+
+def total(t: Terms, weights: Weights) -> float:
+    """The score the terms make: relevance x (1 - w + w x currentness)."""
+    return t.relevance * (1.0 - weights.currentness + weights.currentness * t.current)
+
+
+def parts(m: MemoryVersion, t: Terms, bm25: tuple[int, float] | None, vector: tuple[int, float] | None) -> ScoreParts:
+    """Why a hit ranked where it did, as a reply shows it."""
+    return ScoreParts(
+        bm25_rank=bm25[0] if bm25 else None,
+        vector_rank=vector[0] if vector else None,
+        bm25=round(bm25[1], 4) if bm25 else None,
+        cosine=round(vector[1], 4) if vector else None,
+        relevance=round(t.relevance, 6),
+        effective_confidence=round(t.confidence, 6),
+        recency=round(t.recency, 6),
+        salience=m.salience,
+    )
+
+
 def score(
     m: MemoryVersion,
     *,
@@ -45,59 +103,6 @@ def score(
     weights: Weights,
     kinds: dict[str, KindSpec] = KINDS,
 ) -> tuple[float, ScoreParts]:
-    """The final score of one candidate and its parts; `bm25` and `vector` are (rank, raw score).
-    `total` below gives the same score without the parts (what ranking many candidates needs).
-
-    Relevance blends reciprocal rank fusion with each list's score relative to its best hit
-    (`best` = top BM25 score, top cosine), so that a far better match is not levelled to a
-    rank one place higher.
-    """
-    relevance, conf, recency, current = _terms(m, now, bm25, vector, best, weights, kinds)
-    parts = ScoreParts(
-        bm25_rank=bm25[0] if bm25 else None,
-        vector_rank=vector[0] if vector else None,
-        bm25=round(bm25[1], 4) if bm25 else None,
-        cosine=round(vector[1], 4) if vector else None,
-        relevance=round(relevance, 6),
-        effective_confidence=round(conf, 6),
-        recency=round(recency, 6),
-        salience=m.salience,
-    )
-    return relevance * (1.0 - weights.currentness + weights.currentness * current), parts
-
-
-def total(
-    m: MemoryVersion,
-    *,
-    now: datetime,
-    bm25: tuple[int, float] | None,
-    vector: tuple[int, float] | None,
-    best: tuple[float, float],
-    weights: Weights,
-    kinds: dict[str, KindSpec] = KINDS,
-) -> float:
-    """`score`'s number alone."""
-    relevance, _conf, _recency, current = _terms(m, now, bm25, vector, best, weights, kinds)
-    return relevance * (1.0 - weights.currentness + weights.currentness * current)
-
-
-def _terms(
-    m: MemoryVersion,
-    now: datetime,
-    bm25: tuple[int, float] | None,
-    vector: tuple[int, float] | None,
-    best: tuple[float, float],
-    weights: Weights,
-    kinds: dict[str, KindSpec],
-) -> tuple[float, float, float, float]:
-    """Relevance, effective confidence, recency, and the currentness they make."""
-    fused = rrf([bm25[0] if bm25 else None, vector[0] if vector else None])
-    magnitude = 0.0
-    for hit, top in ((bm25, best[0]), (vector, best[1])):
-        if hit is not None and top > 0:
-            magnitude += max(0.0, hit[1]) / top / 2
-    relevance = weights.fusion * fused + (1.0 - weights.fusion) * magnitude
-    conf = effective_confidence(m, now, kinds)
-    recency = math.exp(-math.log(2) * days_between(m.valid_from, now) / weights.recency_half_life_days)
-    current = weights.confidence * conf + weights.salience * m.salience + weights.recency * recency
-    return relevance, conf, recency, current
+    """The final score of one candidate and its parts (`terms`, `total` and `parts` in one call)."""
+    t = terms(m, now=now, bm25=bm25, vector=vector, best=best, weights=weights, kinds=kinds)
+    return total(t, weights), parts(m, t, bm25, vector)

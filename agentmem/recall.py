@@ -11,7 +11,7 @@ import numpy as np
 
 from agentmem.filters import Filter
 from agentmem.kinds import KINDS, KindSpec
-from agentmem.ranking import Weights, score, total
+from agentmem.ranking import Weights, parts, terms, total
 from agentmem.records import Hit, MemoryVersion, TimeWindow
 from agentmem.store import StoreOfRecord
 from agentmem.supersede import STOPWORDS
@@ -38,19 +38,21 @@ def fuse(
     vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
     best = (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
     ranked = []
-    for m in candidates:  # the number alone for every candidate; the parts for the k kept
-        t = total(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights, kinds=kinds)
+    for m in candidates:  # the terms of every candidate, once; the parts only for the k kept
+        found = bm25.get(m.id), vec.get(m.id)
+        t = terms(m, now=now, bm25=found[0], vector=found[1], best=best, weights=weights, kinds=kinds)
+        s, fits = total(t, weights), None
         if window is not None:
-            t *= 1.0 + _time_weight(weights, window) * fit(m.valid_from, window)
-        ranked.append((round(t, 6), m))
+            fits = _fit(m, window, kinds)
+            s *= 1.0 + _time_weight(weights, window) * fits
+        ranked.append((round(s, 6), m, t, found, fits))
     ranked.sort(key=lambda x: (-x[0], -x[1].id))
     hits = []
-    for t, m in ranked[:k]:
-        _t, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights,
-                          kinds=kinds)  # fmt: skip
-        if window is not None:
-            parts = msgspec.structs.replace(parts, time_fit=round(fit(m.valid_from, window), 6))
-        hits.append(Hit(memory=m, score=t, parts=parts, has_history=m.version > 1))
+    for s, m, t, found, fits in ranked[:k]:
+        p = parts(m, t, *found)
+        if fits is not None:
+            p = msgspec.structs.replace(p, time_fit=round(fits, 6))
+        hits.append(Hit(memory=m, score=s, parts=p, has_history=m.version > 1))
     return hits
 
 
@@ -117,6 +119,12 @@ def under_successors(hits: Iterable[Hit]) -> list[Hit]:
             placed.add(lineage)
             out.extend(waiting.pop(lineage, []))
     return out
+
+
+def _fit(m: MemoryVersion, window: TimeWindow, kinds: dict[str, KindSpec]) -> float:
+    """How well a memory's time fits the window: a moment by its time, a lasting memory by its span."""
+    spec = kinds.get(m.kind)
+    return fit(m.valid_from, window, lasting=spec is None or not spec.moment, valid_to=m.valid_to)
 
 
 def _time_weight(weights: Weights, window: TimeWindow) -> float:

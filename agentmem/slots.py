@@ -15,6 +15,17 @@ something (it holds a value: a number, a name, a version) either
   lacks, of one shape (a number for a number, or a name for a name). "My highest score in
   Ticket to Ride is 124" and, later, "I just got my highest score in Ticket to Ride - 132
   points" for "what is my highest score in Ticket to Ride?".
+- or, when both are things said in a conversation (observations and claims: `SAID`), answers
+  the query the same way in other words, with or without a value: the two sentences share at
+  least `query_words` of its content words and half of all of them (as above, and also half of
+  the query's), the newer one says something the older did not, and it has a value of each
+  shape the older one has. "I dedicate about an hour each day to coding exercises", later
+  "about two hours each day", for "how much time do I dedicate to coding exercises each day?";
+  "she's still stuck on her old paper grocery list", later "my mom is using the same grocery
+  list app as me now". Not "my highest score is 124" and then "my highest score came when I
+  played with Alice": a sentence without the number never wins over the one with it.
+  Remembered memories keep to the value rules: a curated fact is not marked older for a
+  sentence that merely talks about the same thing.
 
 Two texts that are each a question and its answer state the same slot when they ask the same
 question (`supersede.question_slot`), and never otherwise.
@@ -30,7 +41,6 @@ were: the order is by score except for these moves.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from functools import lru_cache
 
 import msgspec
@@ -44,7 +54,8 @@ _ASKING = frozenset(words("how many much what which where who whom whose why").w
 SENTENCES_PER_HIT = 3
 # An event is a thing that happened or was said: a later one does not make it older news ("we
 # met twice" stays true of its day). Events take no part, as they never supersede.
-TIMELESS = frozenset({"event"})  # the sentences that best match the query are the ones compared
+TIMELESS = frozenset({"event"})
+SAID = frozenset({"observation", "claim"})  # the sentences that best match the query are the ones compared
 
 
 class Claim(msgspec.Struct, frozen=True):
@@ -58,14 +69,19 @@ MIN_WORDS = 1  # descriptive words a claim needs besides its values and names: "
 
 
 @lru_cache(maxsize=16_384)
-def claims(text: str) -> tuple[Claim, ...]:
+def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
     """The sentences of `text` that state something: a value, and a word that says
-    what the value is of. Each with its words."""
+    what the value is of. Each with its words. With `plain`, also the sentences with no value
+    and at least two words that describe (what was said: "I dedicate an hour a day to it")."""
     out = []
     for line in text.split("\n"):
         for piece in segment("en", line):
             s = " ".join(piece.split())
-            if s and (w := words(s)).values and len(set(w.words) - w.values - w.maybe) >= MIN_WORDS:
+            if not s:
+                continue
+            w = words(s)
+            described = len(set(w.words) - w.values - w.maybe)
+            if (w.values and described >= MIN_WORDS) or (plain and described >= 2):
                 out.append(Claim(s, w))
     return tuple(out)
 
@@ -92,9 +108,19 @@ def _described(c: Claim) -> set[str]:
     return set(c.words.words) - c.words.values - c.words.maybe
 
 
-def _best(text: str, query: frozenset[str]) -> list[tuple[int, Claim]]:
+def _says_as_much(a: Claim, b: Claim) -> bool:
+    """The newer sentence `b` says something the older `a` did not (not a restatement), and has a
+    value of each shape that `a` has (a number for a number, a name for a name): a sentence without
+    the number never wins over the one with it."""
+    if _described(b) <= _described(a) and b.words.values <= a.words.values:
+        return False
+    shapes = [(any(map(_numeric, c.words.values)), not all(map(_numeric, c.words.values))) for c in (a, b)]
+    return all(has_b or not has_a for has_a, has_b in zip(shapes[0], shapes[1], strict=True))
+
+
+def _best(text: str, query: frozenset[str], plain: bool = False) -> list[tuple[int, Claim]]:
     """The claims of `text` with the most query words describing their slot, most first: (how many, claim)."""
-    scored = [(len(query & _described(c)), c) for c in claims(text)]
+    scored = [(len(query & _described(c)), c) for c in claims(text, plain)]
     scored.sort(key=lambda sc: -sc[0])
     return scored[:SENTENCES_PER_HIT]
 
@@ -106,24 +132,61 @@ def _rule_slot(a: Words, b: Words) -> bool:
     return new_value(a, b) or new_state(a, b) or moved(a, b)
 
 
-def _same(a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int) -> bool:
-    for na, ca in a:
-        for nb, cb in b:
-            if _rule_slot(ca.words, cb.words):
+def _may_pair(a: Words, wa: frozenset[str], b: Words, wb: frozenset[str]) -> bool:
+    """False only where `_rule_slot(a, b)` is False, from what each rule needs first (`wa`, `wb`: the
+    claims' word sets). Every rule needs a word both say (`new_value` and `moved` compare shared words,
+    `new_state` a shared subject); besides, `new_value` needs a value (or capitalised word) that each
+    has and the other lacks, `new_state` a copula on both sides with the same linker, and `moved` a
+    word of change or "now" in the newer one. Most pairs of a recall's hits fail here in microseconds
+    instead of running the rules (a large store's pairs are mostly new to `_rule_slot`'s cache)."""
+    if wa.isdisjoint(wb):
+        return False
+    marked = a.values | b.values | a.maybe | b.maybe
+    value = not (wb - wa).isdisjoint(marked) and not (wa - wb).isdisjoint(marked)
+    state = a.copula is not None and b.copula is not None and a.linker == b.linker
+    move = (b.now and not a.now) or b.change or b.retract
+    return value or state or move
+
+
+def _same(
+    a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int, said: bool = False
+) -> bool:
+    return _same_read(_read(a, query), _read(b, query), query, query_words, said)
+
+
+# A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the
+# query words describing it)
+_Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
+
+
+def _read(best: list[tuple[int, Claim]], query: frozenset[str]) -> _Read:
+    return [(n, c, frozenset(c.words.words), query & _described(c)) for n, c in best]
+
+
+def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
+    """`_same` on claims read once (a recall compares each hit's claims with many others')."""
+    for na, ca, sa, qa in a:
+        wa = ca.words
+        for nb, cb, sb, qb in b:
+            wb = cb.words
+            if (wa.values and wb.values) and _may_pair(wa, sa, wb, sb) and _rule_slot(wa, wb):
                 return True
-            shared = query & _described(ca) & _described(cb)  # names alone ("Caroline") are no slot
+            shared = qa & qb  # names alone ("Caroline") are no slot
             enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
-            if enough and _other_value(ca.words, cb.words):
+            if enough and _other_value(wa, wb):
+                return True
+            if said and enough and 2 * len(shared) >= len(query) and _says_as_much(ca, cb):
                 return True
     return False
 
 
-def same_slot(older: str, newer: str, query: frozenset[str], query_words: int) -> bool:
-    """`newer` states a slot that `older` states, with another value (see the module docstring)."""
+def same_slot(older: str, newer: str, query: frozenset[str], query_words: int, said: bool = False) -> bool:
+    """`newer` states a slot that `older` states, with another value (see the module docstring);
+    `said`: both are things said in a conversation (observations, claims)."""
     qa, qb = question_slot(older), question_slot(newer)
     if qa is not None and qb is not None:
         return qa[0] == qb[0] and qa[1] != qb[1]  # a question and its answer: the question is the slot
-    return _same(_best(older, query), _best(newer, query), query, query_words)
+    return _same(_best(older, query, said), _best(newer, query, said), query, query_words, said)
 
 
 def newer_first(
@@ -135,22 +198,22 @@ def newer_first(
     what changed, in order). Only the first `window` hits are compared."""
     head, tail = list(hits[:window]), list(hits[window:])
     q = query_words(query)
-
-    def when(h: Hit) -> datetime:
-        return h.memory.valid_from
-
-    timeless = [h.memory.kind in TIMELESS for h in head]
+    when = [h.memory.valid_from for h in head]
+    said = [h.memory.kind in SAID for h in head]
     slots = [question_slot(h.memory.content) for h in head]
-    best = [_best(h.memory.content, q) for h in head]
+    best = [_best(h.memory.content, q, said[i]) for i, h in enumerate(head)]
+    # what can pair: not an event, and a question slot or a claim that this query or a rule can read
+    can = [
+        h.memory.kind not in TIMELESS and (s is not None or bool(b)) for h, s, b in zip(head, slots, best, strict=True)
+    ]
+    read = [_read(b, q) if ok else [] for b, ok in zip(best, can, strict=True)]
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
-        if timeless[i] or (slots[i] is None and not best[i]):
+        if not can[i]:
             continue  # an event, or states nothing this query or a rule can pair
         for j, newer in enumerate(head):
             # strictly later: statements of one moment (a conversation imported at once) are not ordered
-            if i == j or timeless[j] or older.memory.lineage_id == newer.memory.lineage_id:
-                continue
-            if not when(older) < when(newer):
+            if not can[j] or not when[i] < when[j] or older.memory.lineage_id == newer.memory.lineage_id:
                 continue
             if older.memory.content == newer.memory.content:
                 continue
@@ -158,7 +221,7 @@ def newer_first(
             if a is not None and b is not None:
                 same = a[0] == b[0] and a[1] != b[1]
             else:
-                same = _same(best[i], best[j], q, query_words_needed)
+                same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j])
             if same:
                 newer_of.setdefault(i, []).append(j)
     if not newer_of:
@@ -181,7 +244,7 @@ def newer_first(
     for i in placed:
         h = head[i]
         if i in newer_of:
-            newest = max(newer_of[i], key=lambda j: when(head[j]))
+            newest = max(newer_of[i], key=lambda j: when[j])
             h = msgspec.structs.replace(h, older_than=head[newest].memory.id)
         (sunk if sink and i in newer_of else out).append(h)
     return out + sunk + tail

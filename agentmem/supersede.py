@@ -31,6 +31,13 @@ by its words. A plain-text memory replaces another in two ways:
   questions with different answers are two slots: neither replaces the other by any rule (with
   the same answer, a paraphrased question may restate the other).
 
+A restatement keeps each word's role: a word that is the action one text states ("is slicing",
+"are being cut", "is thrown") is never, in the other, only a thing or a quality ("onion slices",
+"a cut onion"), in no verb's form ("-ing", "-ed", an irregular past, after "we" / "I" / "they").
+The stems meet, the claims do not: "a man is eating onion slices" is not "a man is slicing an
+onion". The value rules read words loosely and judge by the value ("The backend team is led by
+Alice" -> "The backend team lead is Priya" is a new value).
+
 Events and observations never supersede and are never superseded. Memories filed under
 different keys or triple slots never meet.
 """
@@ -78,6 +85,17 @@ CHANGE_WORDS = frozenset(
 NEGATION = frozenset("no not dont doesnt didnt isnt arent wasnt werent never longer".split())
 RETRACT_WORDS = frozenset("stopped quit".split())
 _PERIODS = frozenset("day days week weeks month months quarter sprint year".split())
+# What says the next word is the action a text states: "is slicing", "are being cut", "I'm running",
+# "has been moved". After "being" / "been" any word is the action (a participle: "being cut").
+# "I'm", "I've", "I'd", "I'll" with the apostrophe folded away: the pronoun "I", a stopword, not a
+# capitalised name (mid-sentence, "By the way, I've ..." read as the value "ive").
+I_CONTRACTED = frozenset({"Im", "Ive", "Id", "Ill"})
+AUX = frozenset("is are was were am be been being im youre theyre hes shes".split())
+_PASSIVE = frozenset({"being", "been"})
+PRONOUNS = frozenset("i we you they he she".split())  # subjects: the word after one is a verb
+# Words that may stand between the auxiliary and the action ("is not slicing", "is now running");
+# an adverb in -ly too ("is shrewdly digging").
+_BETWEEN = frozenset("not never also still just already again always really currently now".split())
 _THIS = frozenset({"this", "these"})
 COPULAS = frozenset({"is", "are", "was", "were"})
 DEFINITE = frozenset("the my our your their his her its this that these those".split())
@@ -146,6 +164,8 @@ class Words(msgspec.Struct, frozen=True):
     linker: str = ""  # the function word after the copula: "on" in "the meeting is on Monday"
     change: bool = False  # a past change verb: "switched to", "X replaced Y", "moved to", "instead"
     retract: bool = False  # says a claim stopped being true: "no longer", "not ... anymore", "stopped"
+    actions: frozenset[str] = frozenset()  # the action it states: "slice" in "a man is slicing an onion"
+    verbal: frozenset[str] = frozenset()  # words in a verb's form anywhere: "-ing", or after "being"
 
 
 def _canon(word: str) -> str:
@@ -172,6 +192,12 @@ LIGHT_VERBS = frozenset(
 BOUNDS = {_canon(w): "limit" for w in "limit limited cap capped maximum max most ceiling quota allow".split()}
 
 
+def _verb_form(word: str) -> bool:
+    """`word` (lower case) is in a verb's form: "-ing" or "-ed" that the stemmer takes off
+    ("slicing", "knocked"; not "king", "red"), or an irregular past ("thrown", "led")."""
+    return word in IRREGULAR or (word.endswith(("ing", "ed")) and stem(word) != word)
+
+
 @lru_cache(maxsize=65_536)  # a pure function of the text; Words is frozen
 def words(text: str) -> Words:
     """The content words of `text`; a capitalised word at a sentence start is a plain word
@@ -183,6 +209,9 @@ def words(text: str) -> Words:
     values: set[str] = set()
     maybe: set[str] = set()
     now = change = retract = negated = False
+    pending = passive = False  # an auxiliary was just read ("is", "being"): the action may come next
+    actions: set[str] = set()
+    verbal: set[str] = set()
     copula: int | None = None
     light: set[str] = set()
     raw_words: list[str] = []
@@ -199,6 +228,11 @@ def words(text: str) -> Words:
         retract = retract or low in RETRACT_WORDS or (low == "longer" and before == "no")
         retract = retract or (low == "anymore" and negated) or (low == "more" and before == "any" and negated)
         negated = negated or (low in NEGATION and low != "longer")
+        acting = False  # this word is the action the text states: "is slicing", "is being cut", "is thrown"
+        if low in AUX:
+            pending, passive = True, low in _PASSIVE
+        elif pending and not (low in _BETWEEN or low.endswith("ly")):
+            acting, pending, passive = passive or _verb_form(low), False, False
         if low in NOW_WORDS or (low in _PERIODS and before in _THIS):
             now = True
             continue
@@ -206,7 +240,7 @@ def words(text: str) -> Words:
             copula = len(out)
             state = first in DEFINITE  # "the default branch", "my diet"; not "a man", not "Marco"
             continue
-        if low in STOPWORDS:
+        if low in STOPWORDS or raw in I_CONTRACTED:
             if copula is not None and copula == len(out) and not linker:
                 linker = low
             continue
@@ -215,6 +249,10 @@ def words(text: str) -> Words:
         t = _canon(low)
         out.append(t)
         raw_words.append(low)
+        if acting:
+            actions.add(t)
+        if acting or _verb_form(low) or before in PRONOUNS:
+            verbal.add(t)  # "we manage feature flags": after a subject pronoun, a verb
         if t in LIGHT_VERBS and before not in DETERMINERS:
             light.add(t)  # a verb ("runs", "we use"), not a noun ("my work laptop", "the build")
         at_start = m.start() == 0 or gap.rstrip()[-1:] in _SENTENCE_ENDS
@@ -229,7 +267,7 @@ def words(text: str) -> Words:
             maybe.add(t)
     return Words(
         tuple(out), frozenset(values), frozenset(maybe), now, copula if state else None, frozenset(light),
-        frozenset(owners), tuple(raw_words), linker, change, retract,
+        frozenset(owners), tuple(raw_words), linker, change, retract, frozenset(actions), frozenset(verbal),
     )  # fmt: skip
 
 
@@ -265,10 +303,20 @@ def _runs(seq: Sequence[str], picked: set[str]) -> list[tuple[int, int]]:
     return runs
 
 
+def same_roles(a: Words, b: Words) -> bool:
+    """No word is the action one text states and, in the other, only a thing or a quality: "a man
+    is slicing an onion" is not "a man is eating onion slices", nor "a person is eating a cut onion"
+    (the stems meet, the claims do not). A word in a verb's form in both ("is being cut" / "is
+    cutting") keeps its role."""
+    return not ((a.actions & set(b.words)) - b.verbal or (b.actions & set(a.words)) - a.verbal)
+
+
 def _compare(a: Words, b: Words, loose: bool = False) -> tuple[bool, set[str], set[str]]:
     """Whether the descriptive (non-value) words of one text are all among the other's (and the
     texts share a word); and the value words `b` gains and loses against `a`. `loose` (when a
-    value is compared with a value) ignores light verbs and reads every word of a bound as one."""
+    value is compared with a value) ignores light verbs, reads every word of a bound as one and
+    lets a word change role ("is led by Alice" / "the team lead is Priya"); otherwise each word
+    keeps its role (`same_roles`)."""
     values = a.values | b.values
     wa, wb = set(a.words), set(b.words)
     na, nb = wa - values, wb - values
@@ -277,7 +325,7 @@ def _compare(a: Words, b: Words, loose: bool = False) -> tuple[bool, set[str], s
     # one text's descriptive words are among the other's; and the new text adds few of its own
     # (a change is often said more briefly, "we're on Node 20 now"; many new words are another subject)
     same = bool(wa & wb) and (nb <= na or (na <= nb and len(nb - na) <= len(na) // 2))
-    same = same and a.owners <= wb and b.owners <= wa
+    same = same and a.owners <= wb and b.owners <= wa and (loose or same_roles(a, b))
     return same, (wb & values) - wa, (wa & values) - wb
 
 

@@ -255,10 +255,16 @@ def understand(query: str, time_range: TimeRange | dict[str, Any] | str | None, 
     return from_query(query, now)
 
 
-def fit(valid_from: datetime, w: TimeWindow) -> float:
-    """1.0 when valid_from is inside the window; outside it, halving with every `scale` of distance,
-    where scale is a quarter of the window's width, at least a day and at most thirty."""
-    if w.start is not None and valid_from < w.start:
+def fit(valid_from: datetime, w: TimeWindow, *, lasting: bool = False, valid_to: datetime | None = None) -> float:
+    """1.0 when the memory's time is inside the window; outside it, halving with every `scale` of
+    distance, where scale is a quarter of the window's width, at least a day and at most thirty.
+
+    A moment (an event, an observation) has its time at valid_from. A `lasting` memory (a fact, a
+    preference) holds from valid_from until valid_to (open when None): it fits a window it overlaps,
+    so "who coached the team in 2015?" fits the answer that started in 2012 and held through 2015."""
+    if lasting and valid_to is not None and w.start is not None and valid_to <= w.start:
+        gap = w.start - valid_to
+    elif not lasting and w.start is not None and valid_from < w.start:
         gap = w.start - valid_from
     elif w.end is not None and valid_from >= w.end:
         gap = valid_from - w.end

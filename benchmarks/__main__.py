@@ -39,6 +39,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "http_latency": ("benchmarks.http_latency", "recall over HTTP with 1/4/16 client processes", "15 min"),
     "concurrency": ("benchmarks.concurrency", "writes and reads under 1-16 clients: working tree vs a baseline commit",
                     "25 min"),
+    "recall_ab": ("benchmarks.recall_ab", "recall p50/p90/p99 at 100k: working tree vs a baseline commit, time-naming"
+                  " and plain queries apart", "30 min"),
     "lifecycle": ("benchmarks.lifecycle", "archive sweep of half of 100k and recall before/after", "15 min"),
     "time_parsing": ("benchmarks.time_parsing", "what understanding time in a query costs recall, per parser",
                      "1 min"),
@@ -52,7 +54,7 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
 }  # fmt: skip
 GROUPS = {
     "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs", "knowledge_update", "situatedqa"],
-    "speed": ["latency", "http_latency", "concurrency", "lifecycle", "backends", "peers"],
+    "speed": ["latency", "recall_ab", "http_latency", "concurrency", "lifecycle", "backends", "peers"],
 }
 
 

@@ -43,26 +43,17 @@ class QueryCache:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One vector for a query, served from the cache when the same query came recently."""
-        hit = self.cached(text)
-        if hit is not None:
-            return hit
-        vector = self.embed([text])[0]
-        self.keep(text, vector)
-        return vector
-
-    def cached(self, text: str) -> np.ndarray | None:
-        """The query's vector if it came recently."""
         with self._cache_lock:
             hit = self._cache.get(text)
             if hit is not None:
                 self._cache.move_to_end(text)
-            return hit
-
-    def keep(self, text: str, vector: np.ndarray) -> None:
+                return hit
+        vector = self.embed([text])[0]
         with self._cache_lock:
             self._cache[text] = vector
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
+        return vector
 
 
 class SentenceTransformerEmbedder(QueryCache):

@@ -91,6 +91,65 @@ def test_same_slot(older: str, newer: str, query: str, same: bool) -> None:
     assert same_slot(older, newer, query_words(query), 2) is same
 
 
+@pytest.mark.parametrize(
+    ("older", "newer", "query", "same"),
+    [
+        # said in a conversation: both answer the query, the older one in words with no value
+        (
+            "I've been dedicating about an hour each day to coding exercises, which has helped.",
+            "By the way, I've been dedicating about two hours each day to coding exercises.",
+            "How much time do I dedicate to coding exercises each day?",
+            True,
+        ),
+        (
+            "I've been trying to get my mom to use the app, but she's still stuck on her old paper grocery list.",
+            "My mom is actually using the same grocery list app as me now.",
+            "Is my mom using the same grocery list method as me?",
+            True,
+        ),
+        # the newer one lacks the older one's number: it does not win
+        (
+            "My highest score in Ticket to Ride is 124 points.",
+            "My highest score in Ticket to Ride came when I played with Alice.",
+            "What is my highest score in Ticket to Ride?",
+            False,
+        ),
+        # the same words again, or too few of the query's words shared
+        (
+            "I love hiking in the mountains near home.",
+            "I love hiking in the mountains near home.",
+            "Do I love hiking in the mountains near home?",
+            False,
+        ),
+        (
+            "I've completed 4 projects since starting painting classes.",
+            "I bought new brushes for the painting classes.",
+            "How many projects have I completed since starting painting classes?",
+            False,
+        ),
+    ],
+)
+def test_same_slot_of_things_said(older: str, newer: str, query: str, same: bool) -> None:
+    """Things said (observations, claims) state a slot when they answer the query the same way,
+    with or without a value; remembered facts need a value for a value (the test above)."""
+    assert same_slot(older, newer, query_words(query), 2, said=True) is same
+    if same:
+        assert same_slot(older, newer, query_words(query), 2) is False
+
+
+def test_a_newer_turn_in_other_words_ranks_first(memory: Memory, clock: Clock) -> None:
+    old, new = observe_two(
+        memory,
+        clock,
+        "I've been dedicating about an hour each day to coding exercises, which has helped.",
+        "By the way, I've been dedicating about two hours each day to coding exercises.",
+    )
+    hits = memory.recall("How much time do I dedicate to coding exercises each day?", project=P, k=5)
+    ids = [said_in(h) for h in hits]
+    assert ids.index(new) < ids.index(old)
+    assert newer_turn(hits, hits[ids.index(old)]) == new
+
+
 def test_claims_are_the_sentences_that_hold_a_value() -> None:
     text = "Thanks for the tips! I lead a team of 4 engineers now.\nWe ship on Fridays. Sounds good."
     assert [c.text for c in claims(text)] == ["I lead a team of 4 engineers now.", "We ship on Fridays."]
@@ -185,3 +244,29 @@ def test_events_take_no_part(memory: Memory, clock: Clock) -> None:
                                     kind="event", valid_from=OCTOBER)])[0].id  # fmt: skip
     hits = memory.recall("What is my highest score in Ticket to Ride?", project=P, k=2)
     assert {h.memory.id for h in hits} == {old, new} and all(h.older_than is None for h in hits)
+
+
+def test_the_cheap_pair_check_never_drops_a_pair_the_rules_would_pair() -> None:
+    """`_may_pair` skips the rules only where they would say no: over every claim pair of the
+    hand-written supersession pairs (updates, restatements, other claims), both ways, and across pairs."""
+    import json
+
+    from agentmem.slots import _may_pair, _rule_slot
+    from agentmem.supersede import words
+
+    data = Path(__file__).parent.parent / "data"
+    names = ("supersession_pairs.jsonl", "supersession_pairs_test.jsonl")
+    lines = [x for n in names for x in (data / n).read_text().splitlines()]
+    rows = [json.loads(line) for line in lines if line.strip()]
+    said = [words(t) for r in rows for t in (r["old"], r["new"])]
+    said += [c.words for r in rows for t in (r["old"], r["new"]) for c in claims(t)]
+    assert len(rows) > 400
+    paired = skipped = 0
+    for i, a in enumerate(said):
+        for b in said[max(0, i - 40) : i + 40]:  # each pair's own texts, both ways, and its neighbours'
+            may = _may_pair(a, frozenset(a.words), b, frozenset(b.words))
+            if _rule_slot(a, b):
+                paired += 1
+                assert may, (a.raw, b.raw)
+            skipped += not may
+    assert paired > 100 and skipped > paired  # it prunes, and the rules still pair what they paired

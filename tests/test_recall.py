@@ -160,7 +160,7 @@ def test_fuse_keeps_the_ranking_of_scoring_every_candidate_in_full() -> None:
         for m in versions:
             t, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights)
             if w is not None:
-                f = fit(m.valid_from, w)
+                f = fit(m.valid_from, w, lasting=m.kind != "event", valid_to=m.valid_to)  # events are moments
                 t *= 1.0 + weights.time * f
                 parts = msgspec.structs.replace(parts, time_fit=round(f, 6))
             full.append(Hit(memory=m, score=round(t, 6), parts=parts, has_history=m.version > 1))

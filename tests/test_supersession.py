@@ -348,6 +348,49 @@ def test_value_rule_cases(old: str, new: str, fires: bool) -> None:
     assert (d.outcome == "superseded") is fires, d
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "fires"),
+    [
+        # the action of one text is only a thing in the other: the stems meet, the claims do not
+        ("The kids are painting the fence", "The kids are washing the fence paint", False),
+        ("The intern is filing the reports", "The intern is reading the report files", False),
+        ("Priya is reviewing the design doc", "Priya is designing the review doc", False),
+        ("The robot is welding the steel frame", "The robot is painting the steel frame welds", False),
+        # the same action in another verb form, or with an adverb, still restates
+        ("The intern is filing the reports", "The intern is quickly filing the reports", True),
+        ("The kids are painting the fence", "The kids painted the fence", True),
+        ("We review pull requests on Fridays", "Pull requests are reviewed on Fridays", True),
+    ],
+)
+def test_a_word_in_another_role_is_another_claim(old: str, new: str, fires: bool) -> None:
+    d = run_decide(new, [mv(1, old)], {1: 0.9})
+    assert (d.outcome == "superseded") is fires, d
+
+
+@pytest.mark.model
+def test_real_model_keeps_a_word_in_another_role_apart(tmp_path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        filing = mem.remember("The intern is filing the reports.", project=P).memory
+        reading = mem.remember("The intern is reading the report files.", project=P)
+        assert reading.outcome == "created" and mem.get(filing.id).is_latest
+        again = mem.remember("The intern is quickly filing the reports.", project=P)
+        assert again.outcome == "superseded" and again.superseded_id == filing.id
+
+
+def test_i_contractions_are_the_pronoun_not_a_name() -> None:
+    """Mid-sentence, "I've" folds to a capitalised "Ive": it is the pronoun, no value of the slot."""
+    w = words("By the way, I've been on Render since 2021 and I'm happy. I'll stay, I'd say.")
+    assert w.values == {"render", "2021"} and not {"ive", "im", "ill", "id"} & set(w.words)
+
+
+def test_the_action_a_text_states() -> None:
+    w = words("A dog is not eagerly chasing the red ball")
+    assert w.actions == {"chase"} and "ball" not in w.verbal
+    assert words("The reports are being filed by the intern").actions == {"file"}
+    assert words("The invoice is thrown away").actions == {"throw"}
+    assert words("The king is in the building").actions == set()  # no "-ing" of a verb, no auxiliary before it
+
+
 def test_a_new_state_needs_a_restatements_cosine() -> None:
     old = [mv(1, "The default branch is master.")]
     assert run_decide("The default branch is main.", old, {1: 0.85}).outcome == "superseded"

@@ -112,6 +112,16 @@ def test_fit_is_one_inside_and_falls_off_outside() -> None:
     assert fit(day("2023-04-14"), w) == pytest.approx(fit(day("2023-04-16") + timedelta(hours=24), w))
 
 
+def test_a_lasting_memory_fits_every_window_it_overlaps() -> None:
+    w = TimeWindow(start=day("2015-01-01"), end=day("2016-01-01"), source="query")
+    started, ended, later = day("2012-03-01"), day("2014-06-01"), day("2016-02-01")
+    assert fit(started, w, lasting=True) == 1.0  # held from 2012 on, so in 2015 too
+    assert fit(started, w, lasting=True, valid_to=day("2015-03-01")) == 1.0
+    assert fit(started, w, lasting=True, valid_to=ended) == pytest.approx(fit(ended, w))  # over before the window
+    assert fit(later, w, lasting=True) == pytest.approx(fit(later, w)) and fit(later, w) < 1.0  # began after it
+    assert fit(started, w) < 0.01  # a moment of 2012 is far from 2015
+
+
 # -- in a Memory (FakeEmbedder, fixed clock) -----------------------------------------------------
 
 
@@ -163,6 +173,21 @@ def test_as_of_resolves_time_against_that_moment(dinners: Memory) -> None:
     found = dinners.search("dinner with Ana yesterday", project="p", as_of="2023-04-16T12:00:00Z")
     assert found.window is not None and found.window.start == day("2023-04-15")
     assert dates(found.hits)[0] == "2023-04-15"
+
+
+def test_a_year_in_the_question_lifts_the_fact_that_held_then_not_the_one_that_began_then(tmp_path: Path) -> None:
+    """A fact holds from its valid_from until replaced: 'in 2015' fits the coach who started in 2012
+    and was still coach in 2015 better than one who started in 2015 at another club (SituatedQA)."""
+    with Memory(tmp_path / "data", embedder=FakeEmbedder(), clock=lambda: NOW) as mem:
+        mem.remember("The Harbour FC coach is Lena Ortiz", project="p", valid_from=day("2012-03-01"))
+        mem.remember("The Harbour FC coach is Lena Ortiz's assistant Tom Ruiz", project="p",
+                     valid_from=day("2015-05-01"), kind="event")  # fmt: skip
+        found = mem.search("The Harbour FC coach in 2015", project="p")
+        assert found.window is not None and found.window.start == day("2015-01-01")
+        fits = {h.memory.kind: h.parts.time_fit for h in found.hits}
+        assert fits["fact"] == 1.0 and fits["event"] == 1.0
+        old = mem.search("The Harbour FC coach in 2010", project="p")
+        assert {h.memory.kind: h.parts.time_fit for h in old.hits}["fact"] < 1.0  # it began after 2010
 
 
 def test_a_zero_weight_turns_the_boost_off(dinners: Memory) -> None:
