@@ -32,6 +32,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
                    "6 min"),
     "latency": ("benchmarks.latency", "recall latency, remember throughput, rebuild at 1k/10k/100k vs brute force",
                 "15-30 min"),
+    "embedding": ("benchmarks.embedding", "ONNX's cached vectors against torch's, same texts: cosine min / p1 / median",
+                  "1 min"),
     "embedders": ("benchmarks.embedders", "the model on ONNX Runtime vs torch: query latency, texts/s, load, RSS",
                   "10 min"),
     "http_latency": ("benchmarks.http_latency", "recall over HTTP with 1/4/16 client processes", "15 min"),

@@ -44,6 +44,7 @@ import numpy as np
 
 from agentmem import Config, Memory
 from benchmarks.common import RESULTS, machine_info, parser, progress, pyplot, save_figure, say, write_results
+from benchmarks.embedding import add_arguments, kind_of, model_embedder
 from benchmarks.factgen import OUT as DATA_FILE
 from benchmarks.factgen import generate
 
@@ -233,12 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("-k", type=int, default=5)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-keys", action="store_true", help="skip the row where every claim carries its fact id as key")
+    add_arguments(p, cache_dir=False)
     args = p.parse_args(argv)
-
-    from indexes.embed import SentenceTransformerEmbedder
+    kind = kind_of(args)
 
     data = load(args.data_file)
-    embedder = SentenceTransformerEmbedder()
+    embedder = model_embedder(kind, cache_size=1024)  # live, with the service's query cache
     t0 = time.perf_counter()
     embedder.embed(["warm up"])
     load_s = time.perf_counter() - t0
@@ -281,7 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "that is no longer current for its own fact",
         },
         "systems": systems,
-        "machine": machine_info(),
+        "embedder": info(kind, embedder),
+        "machine": machine_info(info(kind, embedder)),
     }
     table = markdown(results)
     c = data["counts"]

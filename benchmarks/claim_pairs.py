@@ -33,7 +33,6 @@ import numpy as np
 from agentmem.supersede import Thresholds, decide
 from benchmarks import sick
 from benchmarks.common import (
-    CACHE_DIR,
     REPO_ROOT,
     RESULTS,
     cached_embeddings,
@@ -44,6 +43,7 @@ from benchmarks.common import (
     say,
     write_results,
 )
+from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
 from benchmarks.sick import BASE_COMMIT, decide_at, fires
 
 # dev: looked at while the rules and thresholds were chosen; test: run only once they were fixed
@@ -143,15 +143,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-file", type=Path, action="append", help="a JSON Lines file of pairs (repeatable); "
                    "default: the dev and test sets in data/")  # fmt: skip
     p.add_argument("--out", type=Path, default=RESULTS)
+    add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()
     files = {f.stem: f for f in args.data_file} if args.data_file else SETS
     loaded = {name: load(path) for name, path in files.items()}
-    from indexes.embed import SentenceTransformerEmbedder
-
-    emb = SentenceTransformerEmbedder()
+    kind = kind_of(args)
+    emb = model_embedder(kind)
     texts = list(dict.fromkeys(s for pairs in loaded.values() for p in pairs for s in (p["old"], p["new"])))
-    vecs = cached_embeddings(texts, len(texts), emb.embed, emb.name, emb.dim, cache_dir=CACHE_DIR)
+    vecs = cached_embeddings(
+        texts, len(texts), emb.embed, cache_name(kind, emb.name), emb.dim, cache_dir=args.cache_dir
+    )
     row = {t: i for i, t in enumerate(texts)}
     sets = {}
     for name, pairs in loaded.items():
@@ -164,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "defaults": {f: getattr(defaults, f) for f in defaults.__struct_fields__},
         "sets": sets,
         "seconds": round(time.perf_counter() - started, 2),
-        "machine": machine_info(),
+        "embedder": info(kind, emb),
+        "machine": machine_info(info(kind, emb)),
     }
     table = markdown(results)
     header = (

@@ -349,7 +349,9 @@ def summarise_rounds(rounds_ms: Sequence[Sequence[float]]) -> dict[str, Any]:
 # -- machine ----------------------------------------------------------------------
 
 
-def machine_info() -> dict[str, Any]:
+def machine_info(embedder: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The machine, the library versions and the commit; with `embedder` (benchmarks.embedding.info)
+    also the embedder that made the vectors (torch is then imported only if that embedder is torch's)."""
     versions: dict[str, str | None] = {}
     for dist in (
         "agentmem",
@@ -358,6 +360,8 @@ def machine_info() -> dict[str, Any]:
         "hnswlib",
         "numpy",
         "torch",
+        "onnxruntime",
+        "tokenizers",
         "sentence-transformers",
         "transformers",
         "msgspec",
@@ -378,12 +382,15 @@ def machine_info() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "versions": versions,
     }
-    try:
-        import torch
+    if embedder is not None:
+        info["embedder"] = embedder
+    if embedder is None or embedder.get("kind") == "torch":
+        try:
+            import torch
 
-        info["torch_threads"] = torch.get_num_threads()
-    except Exception:  # torch missing: the embedder will say so
-        pass
+            info["torch_threads"] = torch.get_num_threads()
+        except Exception:  # torch missing: the embedder will say so
+            pass
     info["git"] = _git()
     return info
 

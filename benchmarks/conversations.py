@@ -33,15 +33,25 @@ def text_key(text: str) -> str:
 class VectorCache:
     """Real model vectors kept on disk, keyed by a hash of the exact text: reruns embed nothing.
 
-    Two files per model under `cache_dir`: `<model>.keys` (one hash a line) and `<model>.npy`.
+    Two files under `cache_dir`: `content-vectors-<name>.keys` (one hash a line) and `.npy`, where
+    `name` is the model's unless given (benchmarks.embedding names them per embedder kind too, so that
+    one runtime's vectors never mix with another's).
     """
 
-    def __init__(self, embed: Callable[[list[str]], np.ndarray], model: str, dim: int, cache_dir: Path = CACHE_DIR):
+    def __init__(
+        self,
+        embed: Callable[[list[str]], np.ndarray],
+        model: str,
+        dim: int,
+        cache_dir: Path = CACHE_DIR,
+        name: str | None = None,
+    ):
         self._embed = embed
         self.model, self.dim = model, dim
+        self.name = name or model
         cache_dir.mkdir(parents=True, exist_ok=True)
-        self._keys_path = cache_dir / f"content-vectors-{model}.keys"
-        self._vec_path = cache_dir / f"content-vectors-{model}.npy"
+        self._keys_path = cache_dir / f"content-vectors-{self.name}.keys"
+        self._vec_path = cache_dir / f"content-vectors-{self.name}.npy"
         self._rows: dict[str, int] = {}
         self._vectors = np.zeros((0, dim), dtype=np.float32)
         self.embedded = 0
@@ -57,6 +67,32 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self._rows)
 
+    @property
+    def path(self) -> Path:
+        """The vectors' file (the keys are beside it)."""
+        return self._vec_path
+
+    def keys(self) -> set[str]:
+        """The text keys (`text_key`) of every cached vector."""
+        return set(self._rows)
+
+    def vectors_of(self, keys: Sequence[str]) -> np.ndarray:
+        """The cached vectors of these text keys, in their order."""
+        return self._vectors[[self._rows[k] for k in keys]]
+
+    def merge(self, other: VectorCache) -> int:
+        """Take (and save) the vectors `other` holds that this cache does not, e.g. a cache built in parallel
+        in another folder; both must be of one model and kind. How many were taken."""
+        if (other.name, other.dim) != (self.name, self.dim):
+            raise ValueError(f"cannot merge {other.name} ({other.dim}) vectors into {self.name} ({self.dim})")
+        new = [k for k in other.keys() if k not in self._rows]
+        if new:
+            base = len(self._vectors)
+            self._vectors = np.concatenate([self._vectors, other.vectors_of(new)])
+            self._rows.update({k: base + i for i, k in enumerate(new)})
+            self._save()
+        return len(new)
+
     def has(self, text: str) -> bool:
         """True when the vector of this exact text is cached."""
         return text_key(text) in self._rows
@@ -66,7 +102,7 @@ class VectorCache:
         todo = list(dict.fromkeys(t for t in texts if text_key(t) not in self._rows))
         if not todo:
             return
-        say(f"embedding {len(todo)} texts with {self.model} (cached in {self._vec_path.parent})")
+        say(f"embedding {len(todo)} texts with {self.name} (cached in {self._vec_path})")
         todo.sort(key=len)  # similar lengths batch together: less padding
         with progress(total=len(todo), desc=desc, unit="text") as bar:
             for start in range(0, len(todo), batch):

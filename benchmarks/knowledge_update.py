@@ -80,8 +80,8 @@ from benchmarks.common import (
     write_report,
 )
 from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
+from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 from benchmarks.longmemeval import parse_date
-from indexes.embed import SentenceTransformerEmbedder
 
 DATA = "longmemeval_ku_dev.jsonl.gz"
 PROJECT = "ku"
@@ -256,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA / DATA, help="the jsonl.gz file (default %(default)s)")
     p.add_argument("--limit", type=int, default=None, help="only the first N scored questions")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
+    add_arguments(p)
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument(
         "--adjudicate",
@@ -283,8 +284,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     items = load(args.data, args.limit)
     provider, replies_path, replies = adjudication(args)
     systems = (*SYSTEMS, ADJUDICATED) if provider is not None else SYSTEMS
-    model = SentenceTransformerEmbedder(cache_size=0)
-    cache = VectorCache(model.embed, model.name, model.dim)
+    kind = kind_of(args)
+    model = model_embedder(kind)
+    cache = vector_cache(kind, model, args.cache_dir)
     all_turns = {q["question_id"]: Turns(q) for q in items}
     texts = [t for ts in all_turns.values() for t in ts.texts()]
     started_split = time.perf_counter()
@@ -351,7 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "per_question": per_q,
         "seconds": round(time.perf_counter() - started, 1),
-        "machine": machine_info(),
+        "embedder": info(kind, model),
+        "machine": machine_info(info(kind, model)),
     }
     write_json(args.out, "knowledge_update", results)
     write_report(results, args.out, "knowledge_update", render_markdown, plot)
@@ -429,7 +432,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         "One question is 100/n points: with n around a dozen, a difference of one question is noise.",
         "",
         f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "
-        f"{res['seconds']} s.",
+        f"{res['seconds']} s; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -66,7 +66,7 @@ from benchmarks.conversations import (
     mean,
     rrf,
 )
-from indexes.embed import SentenceTransformerEmbedder
+from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
@@ -203,6 +203,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--no-ablations", action="store_true", help="only the default agentmem variant")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
+    add_arguments(p)
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/locomo.json")
     return p.parse_args(argv)
@@ -215,12 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command = command_line("locomo", argv)
     started = time.perf_counter()
-    machine = machine_info()
+    embedder_kind = kind_of(args)
     if not args.data.exists():
         raise SystemExit(f"data file not found: {args.data} (use --data)")
     convs = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit]
-    model = SentenceTransformerEmbedder(cache_size=0)
-    cache = VectorCache(model.embed, model.name, model.dim)
+    model = model_embedder(embedder_kind)
+    cache = vector_cache(embedder_kind, model, args.cache_dir)
+    say(f"embedder {embedder_kind}: vectors in {cache.path}")
     all_turns = [conversation_turns(c) for c in convs]
     qas = [[q for q in c["qa"] if evidence_ids(q.get("evidence", []))] for c in convs]
     t0 = time.perf_counter()
@@ -269,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "evidence_ids_naming_no_turn": unknown,
         "k": K,
         "default": DEFAULT,
+        "embedder": info(embedder_kind, model),
         "systems": {s: score_rows(rows, s) for s in systems},
         "timing": {
             "embedding_seconds": embed_seconds,
@@ -282,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "total_seconds": round(time.perf_counter() - started, 1),
         },
-        "machine": machine,
+        "machine": machine_info(info(embedder_kind, model)),
     }
     write_json(args.out, "locomo", results)
     write_outputs(results, args.out)
@@ -341,7 +344,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"Total {tm['total_seconds']} s.",
         "",
         f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, {m['memory_gb']} GB, Python {m['python']}, "
-        f"commit {str(m['git']['commit'])[:10]}.",
+        f"commit {str(m['git']['commit'])[:10]}; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -28,8 +28,10 @@ Baseline, built straight on the libraries: Tantivy BM25 (en_stem) over whole ses
 MiniLM cosine over user turns max-pooled to sessions, reciprocal rank fusion (k=60).
 
 Scores: session-level recall_any@5, recall_any@10, NDCG@10 (binary relevance), abstention
-questions (`_abs`) left out. Embeddings are the real model's, cached on disk by content in
-benchmarks/.cache and shared by both sides.
+questions (`_abs`) left out. Embeddings are the real model's on the service's embedder (ONNX
+Runtime unless `--embedder` or AGENTMEM_EMBEDDER says otherwise, see benchmarks.embedding),
+cached on disk by content in benchmarks/.cache, one cache per embedder kind, and shared by both
+sides.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ from benchmarks.conversations import (
     roll_up,
     rrf,
 )
-from indexes.embed import SentenceTransformerEmbedder
+from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
@@ -372,6 +374,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-ablations", action="store_true", help="skip the kind=observation and currentness=0 runs")
     p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
+    add_arguments(p)
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/longmemeval.json")
     args = p.parse_args(argv)
@@ -433,6 +436,9 @@ def read_hits(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, An
         if meta is None:
             raise SystemExit(f"{path} has no closing line: the run that wrote it did not finish")
         metas.append(meta)
+    kinds = {(m.get("embedder") or {}).get("kind") for m in metas}
+    if len(kinds) > 1:
+        raise SystemExit(f"the --from-hits files were embedded by different embedders ({kinds}): score each alone")
     merged = {
         "command": " && ".join(m["command"] for m in metas),
         "data": [d for m in metas for d in m["data"]],
@@ -440,6 +446,7 @@ def read_hits(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, An
         "embedding_seconds": round(sum(m["embedding_seconds"] for m in metas), 1),
         "texts_embedded": sum(m["texts_embedded"] for m in metas),
         "total_seconds": round(sum(m["total_seconds"] for m in metas), 1),
+        "embedder": metas[0].get("embedder") if metas else None,
     }
     return records, merged
 
@@ -450,12 +457,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_outputs(read_results(args.out, "longmemeval"), args.out)
         return 0
     command = command_line("longmemeval", argv)
-    machine = machine_info()
     if args.from_hits:
         records, meta = read_hits(args.from_hits)
+        recorded = (meta["embedder"] or {}).get("kind")
+        if args.embedder and recorded != args.embedder:
+            raise SystemExit(f"--embedder {args.embedder}, but the hits were embedded by {recorded or 'torch'}")
         command = f"{meta['command']} && {command}"
     else:
         records, meta = collect(args, command)
+    machine = machine_info(meta["embedder"])
     labels = {label for run in runs_for(args) for label in run.labels()}
     per_q = [rank_and_score(r, labels) for r in records]
     systems = list(per_q[0]["scores"]) if per_q else []
@@ -476,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "baseline": BASELINE,
         "target": TARGET,
         "published": PUBLISHED,
+        "embedder": meta["embedder"],
         "systems": {s: summarise(per_q, s) for s in systems},
         "halves": {h: {s: summarise([r for r in per_q if r["half"] == h], s) for s in systems} for h in halves},
         "cross_validation": cross_validate(
@@ -511,8 +522,10 @@ def collect(args: argparse.Namespace, command: str) -> tuple[list[dict[str, Any]
     items = load(args.data, args.limit)
     scored = [q for q in items if not q["question_id"].endswith("_abs")]
     say(f"{len(items)} questions, {len(scored)} scored (abstention left out)")
-    model = SentenceTransformerEmbedder(cache_size=0)
-    cache = VectorCache(model.embed, model.name, model.dim)
+    kind = kind_of(args)
+    model = model_embedder(kind)
+    cache = vector_cache(kind, model, args.cache_dir)
+    say(f"embedder {kind}: vectors in {cache.path}")
     t0 = time.perf_counter()
     cache.ensure(texts_to_embed(scored, args.cuts))
     embed_seconds = round(time.perf_counter() - t0, 1)
@@ -529,7 +542,7 @@ def collect(args: argparse.Namespace, command: str) -> tuple[list[dict[str, Any]
                 sink.flush()
         meta = {"command": command, "data": [str(d) for d in args.data], "questions": len(items),
                 "embedding_seconds": embed_seconds, "texts_embedded": cache.embedded,
-                "total_seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+                "total_seconds": round(time.perf_counter() - started, 1), "embedder": info(kind, model)}  # fmt: skip
         if sink:
             sink.write(json.dumps({"meta": meta}) + "\n")
     finally:
@@ -584,7 +597,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, {m['memory_gb']} GB, Python {m['python']}, "
-        f"commit {str(m['git']['commit'])[:10]}.",
+        f"commit {str(m['git']['commit'])[:10]}; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 

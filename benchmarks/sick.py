@@ -37,7 +37,6 @@ import numpy as np
 from agentmem.records import MemoryVersion
 from agentmem.supersede import Thresholds, decide
 from benchmarks.common import (
-    CACHE_DIR,
     DEFAULT_DATA,
     REPO_ROOT,
     RESULTS,
@@ -50,6 +49,7 @@ from benchmarks.common import (
     say,
     write_results,
 )
+from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
 
 FILE = "sick2014_train.tsv"
 LABELS = ("NEUTRAL", "ENTAILMENT", "CONTRADICTION")
@@ -187,14 +187,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser("sick", __doc__)
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--out", type=Path, default=RESULTS)
+    add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()
     pairs = load_pairs(args.data)
-    from indexes.embed import SentenceTransformerEmbedder
-
-    emb = SentenceTransformerEmbedder(batch_size=128)
+    kind = kind_of(args)
+    emb = model_embedder(kind, batch_size=128)
     texts = list(dict.fromkeys(s for p in pairs for s in (p["sentence_A"], p["sentence_B"])))
-    vecs = cached_embeddings(texts, len(texts), emb.embed, emb.name, emb.dim, cache_dir=CACHE_DIR)
+    vecs = cached_embeddings(
+        texts, len(texts), emb.embed, cache_name(kind, emb.name), emb.dim, cache_dir=args.cache_dir
+    )
     row = {t: i for i, t in enumerate(texts)}
     a = vecs[[row[p["sentence_A"]] for p in pairs]]
     b = vecs[[row[p["sentence_B"]] for p in pairs]]
@@ -233,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             jpoints.append({"supersede": s, "rates": rates(pairs, cos, old, Thresholds(supersede=s, hint=min(0.4, s)))})
         results["sweep_jaccard_only"] = {"points": jpoints}
     results["seconds"] = {"embed_and_load": round(embed_s, 1), "total": round(time.perf_counter() - started, 1)}
-    results["machine"] = machine_info()
+    results["embedder"] = info(kind, emb)
+    results["machine"] = machine_info(info(kind, emb))
 
     def line(name: str, r: dict[str, Any]) -> str:
         cells = [f"{100 * r[lbl]['rate']:.1f}% ({r[lbl]['fired']}/{r[lbl]['pairs']})" for lbl in LABELS]

@@ -66,7 +66,7 @@ from benchmarks.common import (
     write_report,
 )
 from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
-from indexes.embed import SentenceTransformerEmbedder
+from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 
 DATA = "situatedqa_temp_dev_raw.jsonl"
 PROJECT = "facts"
@@ -258,13 +258,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA / DATA, help="the jsonl file (default %(default)s)")
     p.add_argument("--limit", type=int, default=None, help="only the first N facts")
     p.add_argument("--work-dir", type=Path, default=None, help="where the temporary data directory goes")
+    add_arguments(p)
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     args = p.parse_args(argv)
     started = time.perf_counter()
     facts = load(args.data, args.limit)
     say(f"{len(facts)} facts, {sum(len(f.versions) > 1 for f in facts)} of them changed")
-    model = SentenceTransformerEmbedder(cache_size=0)
-    cache = VectorCache(model.embed, model.name, model.dim)
+    kind = kind_of(args)
+    model = model_embedder(kind)
+    cache = vector_cache(kind, model, args.cache_dir)
     cache.ensure([f.question for f in facts] + [v.text for f in facts for v in f.versions])
     work = Path(tempfile.mkdtemp(prefix="agentmem-sqa-", dir=args.work_dir))
     try:
@@ -284,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # by the fact's place in the loaded data, not its text: results hold no data text
         "per_fact": [{"fact": f.id, "part": f.part, **{n: r[f.id] for n, r in runs.items()}} for f in facts],
         "seconds": round(time.perf_counter() - started, 1),
-        "machine": machine_info(),
+        "embedder": info(kind, model),
+        "machine": machine_info(info(kind, model)),
     }
     write_json(args.out, "situatedqa", results)
     write_report(results, args.out, "situatedqa", render_markdown, plot)
@@ -314,7 +317,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"remember() superseded a version {res['superseded']} times.",
         "",
         f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "
-        f"{res['seconds']} s.",
+        f"{res['seconds']} s; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 
