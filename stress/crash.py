@@ -106,6 +106,7 @@ def writer(n: int, url: str, log_path: str, stop: Any, seed: int) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     mine: list[int] = []
     archived: list[int] = []
+    deleted = False  # each writer deletes once early, whatever the dice say: a loaded machine runs few ops
     i = 0
     pool = ThreadPoolExecutor(BURST)
     ack_lock = threading.Lock()
@@ -128,7 +129,7 @@ def writer(n: int, url: str, log_path: str, stop: Any, seed: int) -> None:
 
         while not stop.is_set():
             i += 1
-            roll = rng.random()
+            roll = rng.random() if deleted or len(mine) < 2 else 0.8  # 0.8: the delete below
             try:
                 if roll < 0.08:  # a burst of concurrent writes to one key that every writer shares
                     key = f"burst.k{rng.randrange(BURST_KEYS)}"
@@ -141,6 +142,7 @@ def writer(n: int, url: str, log_path: str, stop: Any, seed: int) -> None:
                     remember(f"writer {n} saw event {i} in module m{rng.randrange(997)} at step {rng.random():.6f}",
                              kind="event")  # fmt: skip
                 elif roll < 0.85 and mine:
+                    deleted = True
                     victim = mine.pop(rng.randrange(len(mine)))
                     ack({"op": "delete-intent", "id": victim})  # a kill mid-call may leave it done, unacknowledged
                     r = http.post("/v1/delete", json={"ids": [victim], "reason": f"campaign delete {i}"})

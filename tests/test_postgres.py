@@ -205,12 +205,17 @@ def test_a_small_project_in_a_big_database_gets_k_vector_hits(tmp_path: Path, da
 
             register_vector(conn)
             conn.execute("SET hnsw.iterative_scan = off")
-            rows = conn.execute(
+            sql = (
                 "SELECT id FROM memories m WHERE m.is_latest AND m.status = 'active' AND m.project = 'small' "
-                "AND m.embedding IS NOT NULL ORDER BY m.embedding <=> %s LIMIT 8",
-                [np.asarray(query, dtype=np.float32)],
-            ).fetchall()
-        assert len(rows) < 8
+                "AND m.embedding IS NOT NULL ORDER BY m.embedding <=> %s LIMIT 8"
+            )
+            vector = [np.asarray(query, dtype=np.float32)]
+            plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + sql, vector).fetchall())
+            rows = conn.execute(sql, vector).fetchall()
+        # The planner may read the small project through a btree index and sort it exactly (it did in a
+        # CI run, once statistics were fresh): then no HNSW scan runs to come up short.
+        if "memories_embedding" in plan:
+            assert len(rows) < 8, plan
 
 
 def test_the_vector_search_can_use_the_partial_hnsw_index(nodes: list[Memory], database_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
