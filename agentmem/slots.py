@@ -148,12 +148,6 @@ def _may_pair(a: Words, wa: frozenset[str], b: Words, wb: frozenset[str]) -> boo
     return value or state or move
 
 
-def _same(
-    a: list[tuple[int, Claim]], b: list[tuple[int, Claim]], query: frozenset[str], query_words: int, said: bool = False
-) -> bool:
-    return _same_read(_read(a, query), _read(b, query), query, query_words, said)
-
-
 # A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the
 # query words describing it)
 _Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
@@ -164,7 +158,8 @@ def _read(best: list[tuple[int, Claim]], query: frozenset[str]) -> _Read:
 
 
 def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
-    """`_same` on claims read once (a recall compares each hit's claims with many others')."""
+    """Whether two hits' best claims, each read once (a recall compares each hit's claims with many
+    others'), state one slot: the pair tests of the module docstring."""
     for na, ca, sa, qa in a:
         wa = ca.words
         for nb, cb, sb, qb in b:
@@ -185,8 +180,14 @@ def same_slot(older: str, newer: str, query: frozenset[str], query_words: int, s
     `said`: both are things said in a conversation (observations, claims)."""
     qa, qb = question_slot(older), question_slot(newer)
     if qa is not None and qb is not None:
-        return qa[0] == qb[0] and qa[1] != qb[1]  # a question and its answer: the question is the slot
-    return _same(_best(older, query, said), _best(newer, query, said), query, query_words, said)
+        return _asks_same(qa, qb)
+    a, b = _read(_best(older, query, said), query), _read(_best(newer, query, said), query)
+    return _same_read(a, b, query, query_words, said)
+
+
+def _asks_same(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Two texts that are each a question and its answer: the question is the slot, and the answers differ."""
+    return a[0] == b[0] and a[1] != b[1]
 
 
 def newer_first(
@@ -219,7 +220,7 @@ def newer_first(
                 continue
             a, b = slots[i], slots[j]
             if a is not None and b is not None:
-                same = a[0] == b[0] and a[1] != b[1]
+                same = _asks_same(a, b)
             else:
                 same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j])
             if same:
