@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from agentmem import admission, audit, claims, facets, lifecycle, timewindow, transfer, validate, writes
+from agentmem import admission, audit, claims, lifecycle, timewindow, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
@@ -29,7 +29,7 @@ from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
 from agentmem.provider import Provider
-from agentmem.recall import as_of_candidates, best_of, fuse, stored_candidates, under_successors
+from agentmem.recall import as_of_candidates, fuse, stored_candidates, under_successors
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention, retention
 from agentmem.slots import newer_first, query_words
@@ -271,28 +271,26 @@ class Memory:
         if include_superseded and when is not None:
             raise ValidationError("include_superseded and as_of: as_of already answers from every version valid then")
         window = timewindow.understand(query, time_range, when or self.clock())
-        said = window.expression if window is not None and window.source == "query" else None
-        parts = facets.of(query, said) if self.config.weights.facets > 0 else []
         slot_window, needed = self.config.slot_window, self.config.slot_query_words
         if when is not None:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds))  # fmt: skip
+            qv, model = self._query_vector(query)
+            if qv is not None:
+                self._vector_error = None
             n = max(self.config.recall_candidates, 4 * k)
-
-            def ranked_then(text: str) -> list[Hit]:
-                qv, model = self._query_vector(text)
-                if qv is not None:
-                    self._vector_error = None
-                found = as_of_candidates(self.store, model or self.engine.model, text, qv, when, n, scope)
-                return fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights,
-                            kinds=self.config.kinds, window=window)  # fmt: skip
-
-            hits = best_of(ranked_then(query), map(ranked_then, parts), self.config.weights.facets, max(k, slot_window))
+            found = as_of_candidates(self.store, model or self.engine.model, query, qv, when, n, scope)
+            hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
+                        window=window)  # fmt: skip
             hits = self._rolled_up(hits, frozenset(), sink=True)  # which claims were current then: not asked
             hits = newer_first(hits, query, window=slot_window, query_words_needed=needed)[:k]
-            return Recalled(hits=hits, window=window, facets=parts, degraded=self.degraded)
+            return Recalled(hits=hits, window=window, degraded=self.degraded)
         self.engine.refresh()  # read your writes: every acknowledged change is searchable
         n = max(self.config.recall_candidates, 4 * k)
+        text_hits = self.indexes.search_text(
+            query, n, project=project, agents=[agent] if agent else [], kinds=kinds, tiers=tiers
+        )
+        vector_hits, qv, model = self._vector_hits(query, n, project)
         now = self.clock()
         tier_set, kind_set = set(tiers), set(kinds)
 
@@ -305,22 +303,12 @@ class Memory:
                 and (m.expires_at is None or m.expires_at > now)
             )
 
-        def ranked(text: str) -> tuple[list[Hit], np.ndarray | None, str | None]:
-            text_hits = self.indexes.search_text(
-                text, n, project=project, agents=[agent] if agent else [], kinds=kinds, tiers=tiers
-            )
-            vector_hits, qv, model = self._vector_hits(text, n, project)
-            # Filter at read against the live set: a stale index never brings back an old version.
-            ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
-            current = self.live.many(ids)
-            candidates = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
-            hits = fuse(candidates, text_hits, vector_hits, now=now, k=max(k, slot_window),
-                        weights=self.config.weights, kinds=self.config.kinds, window=window)  # fmt: skip
-            return hits, qv, model
-
-        hits, qv, model = ranked(query)
-        if parts:
-            hits = best_of(hits, (ranked(p)[0] for p in parts), self.config.weights.facets, max(k, slot_window))
+        # Filter at read against the live set: a stale index never brings back an old version.
+        ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
+        current = self.live.many(ids)
+        candidates = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
+        hits = fuse(candidates, text_hits, vector_hits, now=now, k=max(k, slot_window), weights=self.config.weights,
+                    kinds=self.config.kinds, window=window)  # fmt: skip
         if include_superseded:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds), statuses=("superseded",))  # fmt: skip
@@ -331,7 +319,7 @@ class Memory:
         hits = self._rolled_up(hits, query_words(query), sink=not include_superseded)
         hits = newer_first(hits, query, window=slot_window, query_words_needed=needed, sink=not include_superseded)[:k]
         self.engine.note_access([h.memory.id for h in hits])
-        return Recalled(hits=hits, window=window, facets=parts, degraded=self.degraded)
+        return Recalled(hits=hits, window=window, degraded=self.degraded)
 
     def context(
         self,

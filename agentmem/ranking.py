@@ -28,9 +28,6 @@ class Weights(msgspec.Struct, frozen=True):
     # explicit time_range, `time_query` for a window read from the query (chosen on LongMemEval, see the README).
     time: float = 0.5
     time_query: float = 0.5
-    # A facet's hits (agentmem.facets: each event of a question naming several, recalled on its own) count at
-    # this share of their score; each memory keeps its best score of the query's and its facets'. 0: facets off.
-    facets: float = 1.0
 
 
 def rrf(ranks: list[int | None]) -> float:

@@ -56,18 +56,6 @@ def fuse(
     return hits
 
 
-def best_of(query_hits: list[Hit], facet_hits: Iterable[list[Hit]], weight: float, k: int) -> list[Hit]:
-    """Each memory once, at its best score among the whole query's hits and its facets' (those weighed by
-    `weight`, agentmem.facets), with the parts of the recall it scored best in; the best k, best first."""
-    best = {h.memory.id: h for h in query_hits}
-    for hits in facet_hits:
-        for h in hits:
-            s = round(h.score * weight, 6)
-            if h.memory.id not in best or s > best[h.memory.id].score:
-                best[h.memory.id] = msgspec.structs.replace(h, score=s)
-    return sorted(best.values(), key=lambda h: (-h.score, -h.memory.id))[:k]
-
-
 def query_prefixes(query: str) -> set[str]:
     """The query's words as the starts of words to look for: accent-folded, lower case, no
     stopwords, each cut to what it shares with its stem ("policies" -> "polic", "stored" -> "stor")."""

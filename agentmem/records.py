@@ -195,11 +195,9 @@ class TimeWindow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Recalled(msgspec.Struct, frozen=True, kw_only=True):
-    """What one recall found: the hits, the time window it understood (None: no time named), the facets
-    it also asked (each event of a question that names several), and what it did without (`degraded`,
-    e.g. BM25 alone while the model is down)."""
+    """What one recall found: the hits, the time window it understood (None: no time named), and what
+    it did without (`degraded`, e.g. BM25 alone while the model is down)."""
 
     hits: list[Hit]
     window: TimeWindow | None = None
-    facets: list[str] = []  # the events of a question naming several, each also recalled alone (agentmem.facets)
     degraded: list[str] = []

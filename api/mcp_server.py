@@ -158,8 +158,6 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
             reply: dict[str, Any] = {"hits": out}
             if found.window is not None:
                 reply["window"] = msgspec.to_builtins(found.window)
-            if found.facets:
-                reply["facets"] = found.facets
             return reply
 
         return call(run)

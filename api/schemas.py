@@ -71,7 +71,6 @@ class RecallReply(msgspec.Struct, frozen=True, kw_only=True):
     history: dict[str, list[MemoryVersion]] = {}
     degraded: list[str] = []  # e.g. the embedding model is down: these hits come from BM25 alone
     window: TimeWindow | None = None  # the time window recall understood and boosted (None: no time named)
-    facets: list[str] = []  # the events of a question naming several, each also recalled alone (agentmem.facets)
 
 
 class ContextRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

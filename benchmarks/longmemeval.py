@@ -51,7 +51,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from agentmem import Memory, NewMemory, facets, timewindow
+from agentmem import Memory, NewMemory
 from agentmem.config import Config
 from agentmem.ranking import Weights
 from benchmarks.common import (
@@ -125,8 +125,6 @@ VARIANTS: dict[str, dict[str, float]] = {
     "time=2": {"time_query": 2.0},
     "fusion=0.25": {"fusion": 0.25},
     "fusion=0.75": {"fusion": 0.75},
-    "facets=0": {"facets": 0.0},  # a question naming several events asked as one query only (agentmem.facets)
-    "facets=0.8": {"facets": 0.8},
 }
 
 
@@ -213,15 +211,8 @@ def memories_of(session: list[dict[str, Any]], cut: str) -> list[str]:
     raise ValueError(f"unknown cut {cut!r}")
 
 
-def query_texts(q: dict[str, Any]) -> list[str]:
-    """What recall embeds for a question: the question, and its facets (each event it names, agentmem.facets)."""
-    query = q["question"].strip()
-    window = timewindow.understand(query, None, parse_date(q["question_date"]))
-    return [query, *facets.of(query, window.expression if window is not None else None)]
-
-
 def texts_to_embed(items: list[dict[str, Any]], cuts: Sequence[str]) -> list[str]:
-    out = [t for q in items for t in query_texts(q)]
+    out = [q["question"].strip() for q in items]
     for q in items:
         for s in q["haystack_sessions"]:
             out += turns(s, ("user",))
@@ -478,6 +469,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.from_hits:
         records, meta = read_hits(args.from_hits)
         records = [r for r in records if not args.types or r["type"] in args.types]
+        if not records:
+            raise SystemExit(f"no recorded questions of the types {', '.join(args.types)} in the --from-hits files")
         recorded = (meta["embedder"] or {}).get("kind")
         if args.embedder and recorded != args.embedder:
             raise SystemExit(f"--embedder {args.embedder}, but the hits were embedded by {recorded or 'torch'}")

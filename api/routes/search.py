@@ -18,8 +18,7 @@ def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
     current version of its lineage, with its death record). A hit with `older_than` states the
     same slot as a newer hit of the reply, with another value. Time named in the query ("last
     Saturday", "in March") or an explicit `time_range` boosts memories whose valid_from falls in
-    that window (never filters); `window` in the reply says which window was understood. A question
-    naming several events ("which came first, X or Y?") also recalls each on its own: `facets`."""
+    that window (never filters); `window` in the reply says which window was understood."""
     project = who.project(data.project)
     found = mem.search(data.query, project=project, k=data.k, agent=data.agent, tiers=data.tiers, kinds=data.kinds,
                        as_of=data.as_of, time_range=data.time_range,
@@ -27,9 +26,7 @@ def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
     history = {}
     if data.include_history:
         history = {str(h.memory.lineage_id): mem.history(h.memory.id) for h in found.hits if h.has_history}
-    return RecallReply(
-        hits=found.hits, history=history, degraded=found.degraded, window=found.window, facets=found.facets
-    )
+    return RecallReply(hits=found.hits, history=history, degraded=found.degraded, window=found.window)
 
 
 @post("/v1/context", sync_to_thread=True, status_code=200, summary="A prompt-ready working set")

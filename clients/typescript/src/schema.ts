@@ -426,8 +426,7 @@ export interface paths {
          *     current version of its lineage, with its death record). A hit with `older_than` states the
          *     same slot as a newer hit of the reply, with another value. Time named in the query ("last
          *     Saturday", "in March") or an explicit `time_range` boosts memories whose valid_from falls in
-         *     that window (never filters); `window` in the reply says which window was understood. A question
-         *     naming several events ("which came first, X or Y?") also recalls each on its own: `facets`.
+         *     that window (never filters); `window` in the reply says which window was understood.
          */
         post: operations["V1RecallRecall"];
         delete?: never;
@@ -1060,7 +1059,6 @@ export interface components {
             };
             degraded?: string[];
             window?: components["schemas"]["TimeWindow"] | null;
-            facets?: string[];
         };
         /** RecallRequest */
         RecallRequest: {
