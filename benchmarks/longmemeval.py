@@ -167,9 +167,10 @@ class Run:
 # -- data -----------------------------------------------------------------------------
 
 
-def load(paths: Sequence[Path], limit: int | None) -> list[dict[str, Any]]:
+def load(paths: Sequence[Path], limit: int | None, types: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The questions of each file, each tagged with its part (`half`: the file's name without
-    `longmemeval_s_` and `.jsonl.gz`); `limit` keeps the first N of each file."""
+    `longmemeval_s_` and `.jsonl.gz`); `types` keeps those of these question types only, then `limit`
+    the first N of each file."""
     items: list[dict[str, Any]] = []
     for path in paths:
         if not path.exists():
@@ -177,6 +178,8 @@ def load(paths: Sequence[Path], limit: int | None) -> list[dict[str, Any]]:
         part = path.name.removesuffix(".jsonl.gz").removeprefix("longmemeval_s_")
         with gzip.open(path, "rt", encoding="utf-8") as f:
             these = [json.loads(line) | {"half": part} for line in f if line.strip()]
+        if types:
+            these = [q for q in these if q["question_type"] in types]
         items += these[:limit] if limit else these
     return items
 
@@ -362,6 +365,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the jsonl.gz files, comma separated, each reported as a part of its own (default %(default)s)",
     )
     p.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
+    p.add_argument(
+        "--types",
+        default="",
+        help="only questions of these question types, comma separated (e.g. temporal-reasoning; default all)",
+    )
     p.add_argument("--no-variants", action="store_true", help="skip the recall settings of VARIANTS")
     p.add_argument(
         "--hits", type=Path, default=None, help="also write each question's hits, as done, to this .jsonl.gz"
@@ -380,6 +388,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.cuts = [c.strip() for c in args.cuts.split(",") if c.strip()]
     args.data = [Path(d.strip()) for d in args.data.split(",") if d.strip()]
+    args.types = [t.strip() for t in args.types.split(",") if t.strip()]
     if args.from_hits:
         args.from_hits = [Path(d.strip()) for d in args.from_hits.split(",") if d.strip()]
     if unknown := set(args.cuts) - set(CUTS):
@@ -459,6 +468,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = command_line("longmemeval", argv)
     if args.from_hits:
         records, meta = read_hits(args.from_hits)
+        records = [r for r in records if not args.types or r["type"] in args.types]
+        if not records:
+            raise SystemExit(f"no recorded questions of the types {', '.join(args.types)} in the --from-hits files")
         recorded = (meta["embedder"] or {}).get("kind")
         if args.embedder and recorded != args.embedder:
             raise SystemExit(f"--embedder {args.embedder}, but the hits were embedded by {recorded or 'torch'}")
@@ -519,8 +531,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def collect(args: argparse.Namespace, command: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run every question (writing each record to --hits as it is done) and say how the run went."""
     started = time.perf_counter()
-    items = load(args.data, args.limit)
+    items = load(args.data, args.limit, args.types)
     scored = [q for q in items if not q["question_id"].endswith("_abs")]
+    if not scored:
+        raise SystemExit(f"no questions to score in {', '.join(map(str, args.data))} (--types {args.types or 'any'})")
     say(f"{len(items)} questions, {len(scored)} scored (abstention left out)")
     kind = kind_of(args)
     model = model_embedder(kind)

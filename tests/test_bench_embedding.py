@@ -157,3 +157,24 @@ def test_locomo_records_its_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert res["embedder"]["kind"] == "onnx-int8" and res["machine"]["embedder"] == res["embedder"]
     assert (tmp_path / "c" / "content-vectors-all-MiniLM-L6-v2-int8-onnx.npy").exists()
     assert "embedder onnx-int8" in (tmp_path / "out" / "locomo.md").read_text()
+
+
+def test_types_keeps_questions_of_those_types_only(tmp_path: Path) -> None:
+    path = tmp_path / "longmemeval_s_part.jsonl.gz"
+    rows = [
+        {"question_id": f"q{i}", "question_type": t} for i, t in enumerate(["temporal-reasoning", "multi-session"] * 3)
+    ]
+    with gzip.open(path, "wt") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+    args = longmemeval.parse_args(["--data", str(path), "--types", "temporal-reasoning, knowledge-update"])
+    assert args.types == ["temporal-reasoning", "knowledge-update"]
+    kept = longmemeval.load(args.data, 2, args.types)
+    assert [q["question_id"] for q in kept] == ["q0", "q2"] and {q["half"] for q in kept} == {"part"}
+    assert len(longmemeval.load(args.data, None)) == 6
+    recorded = _hits(tmp_path / "h.jsonl.gz", "onnx")
+    with gzip.open(recorded, "rt") as f:
+        lines = [json.loads(line) for line in f]
+    with gzip.open(recorded, "wt") as f:  # a recorded question has its type
+        f.write("".join(json.dumps(r | ({} if "meta" in r else {"type": "multi-session"})) + "\n" for r in lines))
+    with pytest.raises(SystemExit, match="no recorded questions of the types nothing-such"):
+        longmemeval.main(["--from-hits", str(recorded), "--types", "nothing-such"])
