@@ -168,6 +168,7 @@ class Words(msgspec.Struct, frozen=True):
     verbal: frozenset[str] = frozenset()  # words in a verb's form anywhere: "-ing", or after "being"
 
 
+@lru_cache(maxsize=65_536)  # every word of every sentence read passes here
 def _canon(word: str) -> str:
     """`tokens()`'s stem of the word (of its base form, for an irregular verb), with a doubled
     final consonant undone ("running" -> "runn" -> "run")."""
@@ -192,6 +193,7 @@ LIGHT_VERBS = frozenset(
 BOUNDS = {_canon(w): "limit" for w in "limit limited cap capped maximum max most ceiling quota allow".split()}
 
 
+@lru_cache(maxsize=65_536)
 def _verb_form(word: str) -> bool:
     """`word` (lower case) is in a verb's form: "-ing" or "-ed" that the stemmer takes off
     ("slicing", "knocked"; not "king", "red"), or an irregular past ("thrown", "led")."""
@@ -257,10 +259,11 @@ def words(text: str) -> Words:
         if t in LIGHT_VERBS and before not in DETERMINERS:
             light.add(t)  # a verb ("runs", "we use"), not a noun ("my work laptop", "the build")
         at_start = m.start() == 0 or gap.rstrip()[-1:] in _SENTENCE_ENDS
+        tail = raw[1:]  # the C-level tests first: a word of letters alone has no digit, a lower-case tail no capital
         if (
-            any(c.isdigit() for c in raw)
+            (not raw.isalpha() and any(c.isdigit() for c in raw))
             or low in NUMBER_WORDS
-            or any(c.isupper() for c in raw[1:])
+            or (tail != low[1:] and any(c.isupper() for c in tail))
             or (raw[0].isupper() and not at_start)
         ):
             values.add(t)
