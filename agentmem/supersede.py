@@ -111,7 +111,7 @@ IRREGULAR = dict(
     frozen:freeze got:get gotten:get heard:hear threw:throw thrown:throw wore:wear worn:wear drew:draw
     drawn:draw hung:hang sang:sing sung:sing""".split()
 )
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_SPLIT = re.compile(r"([^\W_]+)", re.UNICODE)
 _OWNER = re.compile(r"\b([a-z]+)'s\b|\b([a-z]+s)'(?!\w)")  # "my partner's", "the kids'"; not a name
 _SENTENCE_ENDS = tuple(".!?:;")  # a word after one of these (and spacing) starts a sentence
 
@@ -220,11 +220,10 @@ def words(text: str) -> Words:
     raw_words: list[str] = []
     linker = ""
     first = prev = ""
-    word_end = 0  # where the previous word ended: what lies between is spacing and punctuation
     state = True  # no copula seen yet, or a definite subject with a complement that is no action
-    for m in _WORD.finditer(folded):
-        raw = m.group()
-        gap, word_end = folded[word_end : m.start()], m.end()
+    parts = _SPLIT.split(folded)  # spacing and punctuation, a word, spacing and punctuation, ...
+    for k in range(1, len(parts), 2):
+        gap, raw = parts[k - 1], parts[k]
         low = raw.casefold()
         before, prev, first = prev, low, first or low
         change = change or low in CHANGE_WORDS
@@ -258,16 +257,16 @@ def words(text: str) -> Words:
             verbal.add(t)  # "we manage feature flags": after a subject pronoun, a verb
         if t in LIGHT_VERBS and before not in DETERMINERS:
             light.add(t)  # a verb ("runs", "we use"), not a noun ("my work laptop", "the build")
-        at_start = m.start() == 0 or gap.rstrip()[-1:] in _SENTENCE_ENDS
         tail = raw[1:]  # the C-level tests first: a word of letters alone has no digit, a lower-case tail no capital
+        capital = raw[0].isupper()
         if (
             (not raw.isalpha() and any(c.isdigit() for c in raw))
             or low in NUMBER_WORDS
             or (tail != low[1:] and any(c.isupper() for c in tail))
-            or (raw[0].isupper() and not at_start)
+            or (capital and gap and gap.rstrip()[-1:] not in _SENTENCE_ENDS)  # a capital not at a sentence start
         ):
             values.add(t)
-        elif raw[0].isupper():
+        elif capital:
             maybe.add(t)
     return Words(
         tuple(out), frozenset(values), frozenset(maybe), now, copula if state else None, frozenset(light),
