@@ -111,16 +111,18 @@ _ABSOLUTE = (  # a calendar date, month or year, as _POINT finds them: (form, pe
 )  # fmt: skip
 
 
-def _absolute(text: str, day: datetime) -> tuple[datetime, datetime] | None | bool:
-    """[start, end) of a calendar date, month or year (lower case) read by dateutil's parser, the most
-    recent one on or before `day` when it names no year (as dateparser's PREFER_DATES_FROM past reads
-    it; February 29 in the last leap year). None when it is no date ("february 30"); False when it is
-    not of these forms (dateparser's to read)."""
+def _calendar(text: str) -> tuple[re.Match[str], str] | None:
+    """The match of `text` (lower case) as a calendar date, month or year, and which period; else None."""
     for form, period in _ABSOLUTE:
         if (m := form.fullmatch(text)) is not None:
-            break
-    else:
-        return False
+            return m, period
+    return None
+
+
+def _absolute(text: str, m: re.Match[str], period: str, day: datetime) -> tuple[datetime, datetime] | None:
+    """[start, end) of a calendar date, month or year (`_calendar`'s match) read by dateutil's parser,
+    the most recent one on or before `day` when it names no year (as dateparser's PREFER_DATES_FROM
+    past reads it; February 29 in the last leap year). None when it is no date ("february 30")."""
     yearless = period != "year" and not (m.group("y") or (period == "day" and m.group("iso")))
     try:  # a yearless date is read in a leap year, so that February 29 is a date
         d = _dateutil.parse(text, default=(day.replace(year=2000) if yearless else day).replace(day=1))
@@ -151,9 +153,8 @@ def _resolve(text: str, day: datetime) -> tuple[datetime, datetime] | None:
     a calendar week, month or year, or for "N units ago" the days around that point. Calendar dates
     are dateutil's to read (a tenth of a millisecond); what is relative ("last saturday", "two
     weeks ago") is dateparser's (milliseconds, cached per expression and day)."""
-    got = _absolute(text, day)
-    if got is not False:
-        return got
+    if (calendar := _calendar(text)) is not None:
+        return _absolute(text, *calendar, day)
     with _LOCK:
         data = _parser(day).get_date_data(text)
     if data is None or data.date_obj is None:
