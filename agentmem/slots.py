@@ -47,7 +47,16 @@ import msgspec
 from sentencex import segment
 
 from agentmem.records import Hit
-from agentmem.supersede import NUMBER_WORDS, Words, moved, new_state, new_value, question_slot, words
+from agentmem.supersede import (
+    NUMBER_WORDS,
+    Words,
+    described_alike,
+    moved,
+    new_state,
+    new_value,
+    question_slot,
+    words,
+)
 
 # Question words say what is asked, not which slot.
 _ASKING = frozenset(words("how many much what which where who whom whose why").words)
@@ -137,15 +146,17 @@ def _may_pair(a: Words, wa: frozenset[str], b: Words, wb: frozenset[str]) -> boo
     claims' word sets). Every rule needs a word both say (`new_value` and `moved` compare shared words,
     `new_state` a shared subject); besides, `new_value` needs a value (or capitalised word) that each
     has and the other lacks, `new_state` a copula on both sides with the same linker, and `moved` a
-    word of change or "now" in the newer one. Most pairs of a recall's hits fail here in microseconds
+    word of change or "now" in the newer one, and both the descriptive words of one among the other's
+    (`supersede.described_alike`). Most pairs of a recall's hits fail here in microseconds
     instead of running the rules (a large store's pairs are mostly new to `_rule_slot`'s cache)."""
     if wa.isdisjoint(wb):
         return False
+    if a.copula is not None and b.copula is not None and a.linker == b.linker:
+        return True  # new_state's to judge
     marked = a.values | b.values | a.maybe | b.maybe
     value = not (wb - wa).isdisjoint(marked) and not (wa - wb).isdisjoint(marked)
-    state = a.copula is not None and b.copula is not None and a.linker == b.linker
     move = (b.now and not a.now) or b.change or b.retract
-    return value or state or move
+    return (value or move) and described_alike(a, b)
 
 
 # A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the

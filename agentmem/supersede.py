@@ -111,7 +111,7 @@ IRREGULAR = dict(
     frozen:freeze got:get gotten:get heard:hear threw:throw thrown:throw wore:wear worn:wear drew:draw
     drawn:draw hung:hang sang:sing sung:sing""".split()
 )
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_SPLIT = re.compile(r"([^\W_]+)", re.UNICODE)
 _OWNER = re.compile(r"\b([a-z]+)'s\b|\b([a-z]+s)'(?!\w)")  # "my partner's", "the kids'"; not a name
 _SENTENCE_ENDS = tuple(".!?:;")  # a word after one of these (and spacing) starts a sentence
 
@@ -168,6 +168,7 @@ class Words(msgspec.Struct, frozen=True):
     verbal: frozenset[str] = frozenset()  # words in a verb's form anywhere: "-ing", or after "being"
 
 
+@lru_cache(maxsize=65_536)  # every word of every sentence read passes here
 def _canon(word: str) -> str:
     """`tokens()`'s stem of the word (of its base form, for an irregular verb), with a doubled
     final consonant undone ("running" -> "runn" -> "run")."""
@@ -192,6 +193,7 @@ LIGHT_VERBS = frozenset(
 BOUNDS = {_canon(w): "limit" for w in "limit limited cap capped maximum max most ceiling quota allow".split()}
 
 
+@lru_cache(maxsize=65_536)
 def _verb_form(word: str) -> bool:
     """`word` (lower case) is in a verb's form: "-ing" or "-ed" that the stemmer takes off
     ("slicing", "knocked"; not "king", "red"), or an irregular past ("thrown", "led")."""
@@ -218,11 +220,10 @@ def words(text: str) -> Words:
     raw_words: list[str] = []
     linker = ""
     first = prev = ""
-    word_end = 0  # where the previous word ended: what lies between is spacing and punctuation
     state = True  # no copula seen yet, or a definite subject with a complement that is no action
-    for m in _WORD.finditer(folded):
-        raw = m.group()
-        gap, word_end = folded[word_end : m.start()], m.end()
+    parts = _SPLIT.split(folded)  # spacing and punctuation, a word, spacing and punctuation, ...
+    for k in range(1, len(parts), 2):
+        gap, raw = parts[k - 1], parts[k]
         low = raw.casefold()
         before, prev, first = prev, low, first or low
         change = change or low in CHANGE_WORDS
@@ -256,15 +257,16 @@ def words(text: str) -> Words:
             verbal.add(t)  # "we manage feature flags": after a subject pronoun, a verb
         if t in LIGHT_VERBS and before not in DETERMINERS:
             light.add(t)  # a verb ("runs", "we use"), not a noun ("my work laptop", "the build")
-        at_start = m.start() == 0 or gap.rstrip()[-1:] in _SENTENCE_ENDS
+        tail = raw[1:]  # the C-level tests first: a word of letters alone has no digit, a lower-case tail no capital
+        capital = raw[0].isupper()
         if (
-            any(c.isdigit() for c in raw)
+            (not raw.isalpha() and any(c.isdigit() for c in raw))
             or low in NUMBER_WORDS
-            or any(c.isupper() for c in raw[1:])
-            or (raw[0].isupper() and not at_start)
+            or (tail != low[1:] and any(c.isupper() for c in tail))
+            or (capital and gap and gap.rstrip()[-1:] not in _SENTENCE_ENDS)  # a capital not at a sentence start
         ):
             values.add(t)
-        elif raw[0].isupper():
+        elif capital:
             maybe.add(t)
     return Words(
         tuple(out), frozenset(values), frozenset(maybe), now, copula if state else None, frozenset(light),
@@ -393,6 +395,26 @@ def _moved(a: Words, b: Words) -> bool:
         return any(map(_numeric, run_a)) == any(_numeric(w) for w in gained)
     # nothing of `a`'s values is gone: `b` names the old value as what it replaced
     return b.change and bool(kept)
+
+
+def described_alike(a: Words, b: Words) -> bool:
+    """False only where `new_value(a, b)` and `moved(a, b)` both are, read from what both need first:
+    the descriptive words of one text, read loosely, all among the other's. Any value or capitalised
+    word may be a value there (`_named`), so only the words that are neither count. A few
+    microseconds, where the rules take tens: recall's slot test asks it of every pair of hits first."""
+    marked = a.values | b.values | a.maybe | b.maybe
+    return _among(b, _loose(a), marked) or _among(a, _loose(b), marked)
+
+
+@lru_cache(maxsize=65_536)
+def _loose(w: Words) -> frozenset[str]:
+    """The words of `w` as `_compare(loose=True)` and `_moved` read them, values and all."""
+    return frozenset(BOUNDS.get(x, x) for x in set(w.words) - w.light)
+
+
+def _among(w: Words, other: frozenset[str], marked: frozenset[str]) -> bool:
+    light = w.light
+    return all(BOUNDS.get(x, x) in other for x in w.words if x not in marked and x not in light and x not in _NOT)
 
 
 MAX_ANSWER_WORDS = 20

@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 import msgspec
+from dateutil import parser as _dateutil
 
 from agentmem.errors import ValidationError
 from agentmem.records import TimeRange, TimeWindow
@@ -101,10 +102,59 @@ def _midnight(d: datetime) -> datetime:
     return d.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
+_ABS_MONTH = rf"(?:{_MONTHS}|{_MONTH_ABBR})\.?"
+_ABSOLUTE = (  # a calendar date, month or year, as _POINT finds them: (form, period)
+    (re.compile(rf"(?:{_ABS_MONTH}\s+{_DAY_NUM}|{_DAY_NUM}\s+(?:of\s+)?{_ABS_MONTH})(?:,?\s+(?P<y>{_YEAR}))?"
+                rf"|(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})"), "day"),
+    (re.compile(rf"{_ABS_MONTH}(?:,?\s+(?P<y>{_YEAR}))?"), "month"),
+    (re.compile(_YEAR), "year"),
+)  # fmt: skip
+
+
+def _calendar(text: str) -> tuple[re.Match[str], str] | None:
+    """The match of `text` (lower case) as a calendar date, month or year, and which period; else None."""
+    for form, period in _ABSOLUTE:
+        if (m := form.fullmatch(text)) is not None:
+            return m, period
+    return None
+
+
+def _absolute(text: str, m: re.Match[str], period: str, day: datetime) -> tuple[datetime, datetime] | None:
+    """[start, end) of a calendar date, month or year (`_calendar`'s match) read by dateutil's parser,
+    the most recent one on or before `day` when it names no year (as dateparser's PREFER_DATES_FROM
+    past reads it; February 29 in the last leap year). None when it is no date ("february 30")."""
+    yearless = period != "year" and not (m.group("y") or (period == "day" and m.group("iso")))
+    try:  # a yearless date is read in a leap year, so that February 29 is a date
+        d = _dateutil.parse(text, default=(day.replace(year=2000) if yearless else day).replace(day=1))
+    except (ValueError, OverflowError):
+        return None
+    if period == "year":
+        return d.replace(month=1), d.replace(month=1, year=d.year + 1)
+    if yearless:
+        d = _on_or_before(d, day)
+    return (d, d + DAY) if period == "day" else (d, _next_month(d))
+
+
+def _on_or_before(d: datetime, day: datetime) -> datetime:
+    """The latest date on or before `day` with the month and day of `d`."""
+    for year in range(day.year, day.year - 9, -1):
+        try:
+            got = d.replace(year=year)
+        except ValueError:  # February 29 in a common year
+            continue
+        if got <= day:
+            return got
+    raise AssertionError("every eight years hold a February 29")
+
+
 @lru_cache(maxsize=4096)
 def _resolve(text: str, day: datetime) -> tuple[datetime, datetime] | None:
     """[start, end) of one point or period (lower case) as seen on `day` (naive UTC midnight): a day,
-    a calendar week, month or year, or for "N units ago" the days around that point."""
+    a calendar week, month or year, or for "N units ago" the days around that point. Calendar dates
+    are dateutil's to read (a tenth of a millisecond); what is relative ("last saturday", "two
+    weeks ago") is dateparser's (milliseconds, cached per expression and day)."""
+    if (calendar := _calendar(text)) is not None:
+        return _absolute(text, *calendar, day)
     with _LOCK:
         data = _parser(day).get_date_data(text)
     if data is None or data.date_obj is None:

@@ -36,6 +36,47 @@ def day(s: str) -> datetime:
 
 
 @pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("What did I buy on August 20?", "2022-08-20", "2022-08-21"),  # no year, later than today: last year's
+        ("What did I buy on 22 April?", "2023-04-22", "2023-04-23"),  # today
+        ("What did I do on the 15th of December, 2023?", "2023-12-15", "2023-12-16"),  # a year given: as said
+        ("the party on Feb 29", "2020-02-29", "2020-03-01"),  # the last leap year
+        ("what did I do in June", "2022-06-01", "2022-07-01"),
+        ("what did I do in Sept. 2021", "2021-09-01", "2021-10-01"),
+    ],
+)  # fmt: skip
+def test_calendar_dates_read_without_a_year_are_the_latest_one_so_far(query: str, start: str, end: str) -> None:
+    w = from_query(query, NOW)
+    assert w is not None and (w.start, w.end) == (day(start), day(end))
+
+
+def test_a_date_that_does_not_exist_names_no_time() -> None:
+    assert from_query("what happened on February 30?", NOW) is None
+
+
+def test_calendar_dates_resolve_as_dateparser_resolves_them() -> None:
+    """The calendar forms read with dateutil start their window where dateparser's reading does (as
+    dateparser alone resolved them before): the day, or the first of the month or year."""
+    from dateparser.date import DateDataParser
+
+    texts = ["august 20", "20 august", "20th of august, 2021", "aug. 3rd 2022", "feb 29", "june", "june 2021",
+             "december, 2020", "2021", "2023-02-28", "may 22", "31 april"]  # fmt: skip
+    for base in (datetime(2023, 4, 22), datetime(2024, 2, 29), datetime(2023, 12, 31)):
+        settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
+        reference = DateDataParser(languages=["en"], settings=settings)
+        for text in texts:
+            w = from_query(f"what happened in {text}", base.replace(tzinfo=UTC))
+            data = reference.get_date_data(text)
+            if data.date_obj is None:
+                assert w is None, (base, text)
+                continue
+            d = data.date_obj.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=UTC)
+            start = {"month": d.replace(day=1), "year": d.replace(month=1, day=1)}.get(data.period, d)
+            assert w is not None and w.start == start, (base, text, w, start)
+
+
+@pytest.mark.parametrize(
     ("query", "start", "end", "words"),
     [
         ("Who did I go with to the music event last Saturday?", "2023-04-15", "2023-04-16", "last Saturday"),
