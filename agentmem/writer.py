@@ -215,4 +215,3 @@ def _pauses() -> Iterator[float]:
     while True:
         yield random.uniform(0, ceiling)
         ceiling = min(PAUSE[1], ceiling * 2)
-
