@@ -44,7 +44,7 @@ import numpy as np
 
 from agentmem import Config, Memory
 from benchmarks.common import RESULTS, machine_info, parser, progress, pyplot, save_figure, say, write_results
-from benchmarks.embedding import add_arguments, kind_of, model_embedder
+from benchmarks.embedding import add_arguments, info, kind_of, model_embedder
 from benchmarks.factgen import OUT as DATA_FILE
 from benchmarks.factgen import generate
 
@@ -251,10 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(tempfile.mkdtemp(prefix="changing-facts-"))
         try:
             say(f"{name}: ingesting {data['counts']['claims']} claims")
-            ranked, info = run_agentmem(data, embedder, work / "data", keys=keys, k=args.k, config=config)
+            ranked, run = run_agentmem(data, embedder, work / "data", keys=keys, k=args.k, config=config)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        systems[name] = {"score": score(data, ranked, args.k), **info}
+        systems[name] = {"score": score(data, ranked, args.k), **run}
     t1 = time.perf_counter()
     ranked = run_baseline(data, embedder.embed, args.k)
     systems["append-only (cosine top-k)"] = {
