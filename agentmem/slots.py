@@ -56,6 +56,7 @@ from sentencex import segment
 from agentmem.records import Hit
 from agentmem.supersede import NUMBER_WORDS, Words, moved, new_state, new_value, question_slot, words
 from agentmem.text import fold_accents
+from agentmem.timewindow import expressions
 
 # Question words say what is asked, not which slot.
 _ASKING = frozenset(words("how many much what which where who whom whose why").words)
@@ -95,8 +96,11 @@ def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
 
 
 def query_words(query: str) -> frozenset[str]:
-    """The query's content words, as `supersede.words` reads them, less the question words."""
-    return frozenset(words(query).words) - _ASKING
+    """The query's content words, as `supersede.words` reads them, less the question words and the
+    words of its time expressions: "last year" says when, not which slot ("our camping trip last
+    year" and "a blast last year at the Pride fest" answer no one question)."""
+    when = words(" ".join(expressions(query))).words
+    return frozenset(words(query).words) - _ASKING - frozenset(when)
 
 
 def _numeric(word: str) -> bool:

@@ -196,6 +196,20 @@ def _span(m: re.Match[str], now: datetime, day: datetime) -> tuple[datetime | No
     return got
 
 
+def expressions(query: str) -> list[str]:
+    """The time expressions of a query as written ("last year", "in March"), found but not resolved:
+    what `from_query` reads a window from (a phrase it cannot resolve aside)."""
+    if not _GATE.search(query):
+        return []
+    out = []
+    for m in _SPAN.finditer(query):
+        p = m.group("p")
+        if p is not None and (not _point_ok(p, m.group("prep") or m.group("side")) or _in_name(query, m)):
+            continue
+        out.append(m.group(0).strip())
+    return out
+
+
 def from_query(query: str, now: datetime) -> TimeWindow | None:
     """The window the query's time expressions name, or None when it names none. Several expressions
     ("first in January or in March?") give the smallest window that holds them all."""

@@ -201,6 +201,22 @@ def test_a_stated_change_pairs_only_for_a_query_about_it() -> None:
     assert not same_slot(WEIGHT_OLD, WEIGHT_NEW, query_words("Which gym do I go to?"), 2, said=True)
 
 
+def test_the_time_a_query_names_is_no_slot() -> None:
+    """Two things said "last year" answer no one question for sharing those words (LoCoMo)."""
+    q = "What did Melanie and her family see during their camping trip last year?"
+    assert query_words(q) == {"camp", "dure", "famili", "melani", "see", "trip"}
+    camping = (
+        "Melanie: I'll always remember our camping trip last year when we saw the Perseid meteor shower. It was "
+        "so amazing lying there and watching the sky light up."
+    )
+    pride = (
+        "Caroline: I'm always here for you, Mel! We had a blast last year at the Pride fest. Those supportive "
+        "friends definitely make everything worth it!"
+    )
+    assert not same_slot(camping, pride, query_words(q), 2, said=True)
+    assert same_slot(camping, pride, query_words(q) | {"last", "year"}, 2, said=True)  # as it paired before
+
+
 def test_a_stated_move_ranks_first_through_observe(memory: Memory, clock: Clock) -> None:
     old, new = observe_two(memory, clock, PAINTING_OLD, PAINTING_NEW)
     hits = memory.recall(PAINTING_Q, project=P, k=10)

@@ -19,7 +19,7 @@ from agentmem import Memory, NewMemory, ValidationError
 from agentmem.client import Client
 from agentmem.ranking import Weights
 from agentmem.records import TimeRange, TimeWindow
-from agentmem.timewindow import explicit, fit, from_query, named_in
+from agentmem.timewindow import explicit, expressions, fit, from_query, named_in
 from api.app import create_app
 from api.mcp_backend import McpSettings
 from api.mcp_server import build_server
@@ -92,6 +92,11 @@ def test_no_time_no_window(query: str) -> None:
 def test_a_weekday_or_month_not_part_of_a_name_stays_a_time(query: str, words: str) -> None:
     w = from_query(query, NOW)
     assert w is not None and w.expression == words
+
+
+def test_expressions_are_found_as_written_without_resolving() -> None:
+    assert expressions("what did we do last year and in March?") == ["last year", "in March"]
+    assert expressions("Who has hosted Saturday Night Live?") == [] and expressions("I may go") == []
 
 
 def test_a_text_names_the_query_time_in_its_words() -> None:
