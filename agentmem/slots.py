@@ -96,11 +96,15 @@ def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
 
 
 def query_words(query: str) -> frozenset[str]:
-    """The query's content words, as `supersede.words` reads them, less the question words and the
-    words of its time expressions: "last year" says when, not which slot ("our camping trip last
-    year" and "a blast last year at the Pride fest" answer no one question)."""
-    when = words(" ".join(expressions(query))).words
-    return frozenset(words(query).words) - _ASKING - frozenset(when)
+    """The query's content words, as `supersede.words` reads them, less the question words."""
+    return frozenset(words(query).words) - _ASKING
+
+
+def time_words(query: str) -> frozenset[str]:
+    """The words of the query's time expressions: "last year" says when, not which slot, so two
+    sentences never share them towards a pair ("our camping trip last year" and "a blast last year
+    at the Pride fest" answer no one question)."""
+    return frozenset(words(" ".join(expressions(query))).words)
 
 
 def _numeric(word: str) -> bool:
@@ -289,8 +293,8 @@ def stated_change(older: str, newer: str) -> frozenset[str]:
 _Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
 
 
-def _read(best: list[tuple[int, Claim]], query: frozenset[str]) -> _Read:
-    return [(n, c, frozenset(c.words.words), query & _described(c)) for n, c in best]
+def _read(best: list[tuple[int, Claim]], query: frozenset[str], when: frozenset[str] = frozenset()) -> _Read:
+    return [(n, c, frozenset(c.words.words), (query - when) & _described(c)) for n, c in best]
 
 
 def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
@@ -313,13 +317,20 @@ def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said
     return False
 
 
-def same_slot(older: str, newer: str, query: frozenset[str], query_words: int, said: bool = False) -> bool:
+def same_slot(
+    older: str,
+    newer: str,
+    query: frozenset[str],
+    query_words: int,
+    said: bool = False,
+    when: frozenset[str] = frozenset(),
+) -> bool:
     """`newer` states a slot that `older` states, with another value (see the module docstring);
     `said`: both are things said in a conversation (observations, claims)."""
     qa, qb = question_slot(older), question_slot(newer)
     if qa is not None and qb is not None:
         return _asks_same(qa, qb)
-    a, b = _read(_best(older, query, said), query), _read(_best(newer, query, said), query)
+    a, b = _read(_best(older, query, said), query, when), _read(_best(newer, query, said), query, when)
     return _same_read(a, b, query, query_words, said)
 
 
@@ -345,7 +356,8 @@ def newer_first(
     can = [
         h.memory.kind not in TIMELESS and (s is not None or bool(b)) for h, s, b in zip(head, slots, best, strict=True)
     ]
-    read = [_read(b, q) if ok else [] for b, ok in zip(best, can, strict=True)]
+    when_words = time_words(query)
+    read = [_read(b, q, when_words) if ok else [] for b, ok in zip(best, can, strict=True)]
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
         if not can[i]:

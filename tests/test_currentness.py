@@ -11,7 +11,7 @@ from conftest import Clock
 
 from agentmem import Config, Memory, NewMemory, ValidationError
 from agentmem.records import Hit
-from agentmem.slots import claims, query_words, same_slot, stated_change
+from agentmem.slots import claims, query_words, same_slot, stated_change, time_words
 from fakes import FakeEmbedder
 
 BACKENDS = ("duckdb", "postgres")  # the behaviour suite runs on both
@@ -204,7 +204,7 @@ def test_a_stated_change_pairs_only_for_a_query_about_it() -> None:
 def test_the_time_a_query_names_is_no_slot() -> None:
     """Two things said "last year" answer no one question for sharing those words (LoCoMo)."""
     q = "What did Melanie and her family see during their camping trip last year?"
-    assert query_words(q) == {"camp", "dure", "famili", "melani", "see", "trip"}
+    assert time_words(q) == {"last", "year"} and {"last", "year"} <= query_words(q)
     camping = (
         "Melanie: I'll always remember our camping trip last year when we saw the Perseid meteor shower. It was "
         "so amazing lying there and watching the sky light up."
@@ -213,8 +213,8 @@ def test_the_time_a_query_names_is_no_slot() -> None:
         "Caroline: I'm always here for you, Mel! We had a blast last year at the Pride fest. Those supportive "
         "friends definitely make everything worth it!"
     )
-    assert not same_slot(camping, pride, query_words(q), 2, said=True)
-    assert same_slot(camping, pride, query_words(q) | {"last", "year"}, 2, said=True)  # as it paired before
+    assert not same_slot(camping, pride, query_words(q), 2, said=True, when=time_words(q))
+    assert same_slot(camping, pride, query_words(q), 2, said=True)  # as it paired before
 
 
 def test_a_stated_move_ranks_first_through_observe(memory: Memory, clock: Clock) -> None:
