@@ -16,7 +16,7 @@ from agentmem.records import Hit, MemoryVersion, TimeWindow
 from agentmem.store import StoreOfRecord
 from agentmem.supersede import STOPWORDS
 from agentmem.text import folded_words, stem, tokens
-from agentmem.timewindow import fit
+from agentmem.timewindow import fit, named_in
 
 Ranked = list[tuple[int, float]]  # (id, raw score), best first
 
@@ -122,9 +122,14 @@ def under_successors(hits: Iterable[Hit]) -> list[Hit]:
 
 
 def _fit(m: MemoryVersion, window: TimeWindow, kinds: dict[str, KindSpec]) -> float:
-    """How well a memory's time fits the window: a moment by its time, a lasting memory by its span."""
+    """How well a memory's time fits the window: a moment by its time, a lasting memory by its span, or
+    fully when it names the query's time in the query's words (`timewindow.named_in`: "Who won the Super
+    Bowl last year? ..." is about last year as of when it held, whenever it started)."""
     spec = kinds.get(m.kind)
-    return fit(m.valid_from, window, lasting=spec is None or not spec.moment, valid_to=m.valid_to)
+    lasting = spec is None or not spec.moment
+    if lasting and named_in(window, m.content):
+        return 1.0
+    return fit(m.valid_from, window, lasting=lasting, valid_to=m.valid_to)
 
 
 def _time_weight(weights: Weights, window: TimeWindow) -> float:

@@ -26,6 +26,12 @@ something (it holds a value: a number, a name, a version) either
   played with Alice": a sentence without the number never wins over the one with it.
   Remembered memories keep to the value rules: a curated fact is not marked older for a
   sentence that merely talks about the same thing.
+- or states a change the word-set rules miss because each sentence says more than the change
+  (`stated_change`, read clause by clause), of a slot the query asks about: a stated move of the
+  thing the older one places ("I'll leave the "Ethereal Dreams" painting above my living room
+  sofa", later "I recently moved the "Ethereal Dreams" painting by Emma Taylor above my bed"), or
+  a new running total ("I've lost 5 pounds in the past month", later "I've lost 10 pounds since I
+  started going to the gym").
 
 Two texts that are each a question and its answer state the same slot when they ask the same
 question (`supersede.question_slot`), and never otherwise.
@@ -40,6 +46,7 @@ were: the order is by score except for these moves.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -57,6 +64,8 @@ from agentmem.supersede import (
     question_slot,
     words,
 )
+from agentmem.text import fold_accents
+from agentmem.timewindow import expressions
 
 # Question words say what is asked, not which slot.
 _ASKING = frozenset(words("how many much what which where who whom whose why").words)
@@ -98,6 +107,13 @@ def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
 def query_words(query: str) -> frozenset[str]:
     """The query's content words, as `supersede.words` reads them, less the question words."""
     return frozenset(words(query).words) - _ASKING
+
+
+def time_words(query: str) -> frozenset[str]:
+    """The words of the query's time expressions: "last year" says when, not which slot, so two
+    sentences never share them towards a pair ("our camping trip last year" and "a blast last year
+    at the Pride fest" answer no one question)."""
+    return frozenset(words(" ".join(expressions(query))).words)
 
 
 def _numeric(word: str) -> bool:
@@ -159,13 +175,137 @@ def _may_pair(a: Words, wa: frozenset[str], b: Words, wb: frozenset[str]) -> boo
     return (value or move) and described_alike(a, b)
 
 
+# -- two ways of stating a change that the word-set rules miss --------------------------------
+# Both read one clause of each sentence, so what else a sentence says ("By the way, speaking of my
+# bedroom, ...", "..., which is slow but steady progress") does not count against them.
+
+_CLAUSE = re.compile(r"[,;:!?()]|\.(?!\d)|\s(?:and|but|because|which|so|while|though)\s")
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.,]\d+)*")
+# "moved X above Y": the verbs that say a thing now is somewhere else, and the places a thing is in
+_MOVE_VERBS = frozenset({"moved", "relocated", "rehung"})
+_PLACE = frozenset("above below under beneath over beside behind in inside into on onto near next".split())
+_SAME_PLACE = {"into": "in", "onto": "on", "next": "beside", "beneath": "under", "below": "under"}
+_HEAD_ENDS = frozenset("by of from with that which who".split())  # "the painting by Emma Taylor": a painting
+# between a thing and its place: "the painting hangs above", "the sneakers are still under"
+_PLACING = frozenset(
+    "is are was were hangs hang hung sits sit sat stays stay stands stand lies still now currently".split()
+)
+MAX_THING = 8  # tokens between the move verb and the place: more is no plain "moved X to Y"
+# "I've lost 10 pounds": a subject pronoun, have, the verb, a number, its unit
+_TOTAL = re.compile(
+    r"\b(?:(?P<who>i|we|you|they)(?:ve|\s+have)|(?P<who3>he|she)(?:s|\s+has))\s+(?:(?:just|already|now|finally|also|actually|officially|"
+    r"recently|only|since)\s+)*(?P<verb>[a-z]+)\s+(?:(?:about|around|over|almost|nearly|roughly|exactly|only|"
+    r"just)\s+)?(?P<n>\d[\d,.]*|" + "|".join(sorted(NUMBER_WORDS)) + r")\s+(?:(?:more|new|extra|whole)\s+)?"
+    r"(?P<unit>[a-z]+)"
+)
+_PERIODS = frozenset("day week weekend month year today tonight yesterday".split())
+
+
+def _clauses(text: str) -> list[list[str]]:
+    low = fold_accents(text).lower().replace("\u2019", "").replace("'", "")
+    return [t for c in _CLAUSE.split(low) if (t := _TOKEN.findall(c))]
+
+
+def _content(tokens: Sequence[str]) -> tuple[str, ...]:
+    return words(" ".join(tokens)).words
+
+
+def _places(tokens: list[str], at: int) -> tuple[str, frozenset[str]] | None:
+    """The place the clause gives from its preposition at `at` on: (the preposition, its words)."""
+    if at >= len(tokens) or tokens[at] not in _PLACE:
+        return None
+    place = frozenset(_content([t for t in tokens[at + 1 :] if t.rstrip("s") not in _PERIODS]))
+    return (_SAME_PLACE.get(tokens[at], tokens[at]), place) if place else None
+
+
+@lru_cache(maxsize=16_384)
+def _moved_to(text: str) -> tuple[tuple[tuple[str, ...], str, frozenset[str]], ...]:
+    """What a sentence says was moved, and where: (the thing's words, the preposition, the place's words),
+    for each "moved the X painting above my bed" in it (not "moved to Chicago": no thing; not "moved it")."""
+    out = []
+    for c in _clauses(text):
+        for i, t in enumerate(c):
+            if t not in _MOVE_VERBS:
+                continue
+            j = next((j for j in range(i + 2, min(len(c), i + 2 + MAX_THING)) if c[j] in _PLACE), None)
+            if j is None:
+                continue
+            thing = c[i + 1 : j]
+            head = next((k for k, w in enumerate(thing) if w in _HEAD_ENDS), len(thing))
+            what, where = _content(thing[:head]), _places(c, j)
+            if what and where:
+                out.append((what, *where))
+    return tuple(out)
+
+
+def _placed(text: str, thing: tuple[str, ...]) -> list[tuple[str, frozenset[str]]]:
+    """Where a sentence places `thing` (its words in order, nothing else between them): "leave the
+    Ethereal Dreams painting above my sofa", "the painting hangs in the hall". (preposition, place words)."""
+    out = []
+    for c in _clauses(text):
+        canon = [_content([t]) for t in c]  # each token's word as the rules read it; () for a function word
+        seen = [(k, w[0]) for k, w in enumerate(canon) if w]
+        for s in range(len(seen) - len(thing) + 1):
+            if tuple(w for _, w in seen[s : s + len(thing)]) != thing:
+                continue
+            at = seen[s + len(thing) - 1][0] + 1
+            while at < len(c) and c[at] in _PLACING:
+                at += 1
+            if (got := _places(c, at)) is not None:
+                out.append(got)
+    return out
+
+
+@lru_cache(maxsize=16_384)
+def _totals(text: str) -> tuple[tuple[str, str, str, str, frozenset[str]], ...]:
+    """The running totals a sentence states: (who, verb, number, unit, the periods its clause names) for
+    "I've lost 10 pounds since I started 3 months ago"."""
+    out = []
+    for c in _clauses(text):
+        periods = frozenset(t.rstrip("s") for t in c) & _PERIODS
+        for m in _TOTAL.finditer(" ".join(c)):
+            verb, unit = _content([m["verb"]]), _content([m["unit"]])
+            if verb and unit and m["verb"] != "been":
+                out.append((m["who"] or m["who3"], verb[0], m["n"].replace(",", ""), unit[0], periods))
+    return tuple(out)
+
+
+@lru_cache(maxsize=65_536)
+def stated_change(older: str, newer: str) -> frozenset[str]:
+    """The words of the slot that `newer` says changed from `older`, or nothing:
+
+    - a stated move of a thing the older one places: "I'll leave the "Ethereal Dreams" painting above my
+      living room sofa", later "I moved the "Ethereal Dreams" painting above my bed" (the same thing, by
+      the same preposition, at a new place; the thing's words);
+    - a new running total: "I've lost 5 pounds in the past month", later "I've lost 10 pounds since I
+      started going to the gym" (one subject, verb and unit, another number, and the same periods named in
+      the clause: "today" is not "this week"; the older one names no value the newer lacks: "3 countries
+      in Europe" is not "2 countries in Asia"; the verb and unit).
+    """
+    for thing, prep, place in _moved_to(newer):
+        for prep_a, place_a in _placed(older, thing):
+            if prep_a == prep and place - place_a:
+                return frozenset(thing)
+    totals = _totals(older)
+    if not totals:
+        return frozenset()
+    wa, wb = words(older), words(newer)
+    if not (wa.values - {t[2] for t in totals}) <= set(wb.words):
+        return frozenset()  # a name lost: "3 countries in Europe" / "2 countries in Asia"
+    for total in _totals(newer):
+        for total_a in totals:
+            if total[:2] + total[3:] == total_a[:2] + total_a[3:] and total[2] != total_a[2]:
+                return frozenset(total[1:2] + total[3:4])
+    return frozenset()
+
+
 # A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the
 # query words describing it)
 _Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
 
 
-def _read(best: list[tuple[int, Claim]], query: frozenset[str]) -> _Read:
-    return [(n, c, frozenset(c.words.words), query & _described(c)) for n, c in best]
+def _read(best: list[tuple[int, Claim]], query: frozenset[str], when: frozenset[str] = frozenset()) -> _Read:
+    return [(n, c, frozenset(c.words.words), (query - when) & _described(c)) for n, c in best]
 
 
 def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
@@ -183,16 +323,25 @@ def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said
                 return True
             if said and enough and 2 * len(shared) >= len(query) and _says_as_much(ca, cb):
                 return True
+            if not query.isdisjoint(stated_change(ca.text, cb.text)):
+                return True
     return False
 
 
-def same_slot(older: str, newer: str, query: frozenset[str], query_words: int, said: bool = False) -> bool:
+def same_slot(
+    older: str,
+    newer: str,
+    query: frozenset[str],
+    query_words: int,
+    said: bool = False,
+    when: frozenset[str] = frozenset(),
+) -> bool:
     """`newer` states a slot that `older` states, with another value (see the module docstring);
     `said`: both are things said in a conversation (observations, claims)."""
     qa, qb = question_slot(older), question_slot(newer)
     if qa is not None and qb is not None:
         return _asks_same(qa, qb)
-    a, b = _read(_best(older, query, said), query), _read(_best(newer, query, said), query)
+    a, b = _read(_best(older, query, said), query, when), _read(_best(newer, query, said), query, when)
     return _same_read(a, b, query, query_words, said)
 
 
@@ -218,7 +367,8 @@ def newer_first(
     can = [
         h.memory.kind not in TIMELESS and (s is not None or bool(b)) for h, s, b in zip(head, slots, best, strict=True)
     ]
-    read = [_read(b, q) if ok else [] for b, ok in zip(best, can, strict=True)]
+    when_words = time_words(query)
+    read = [_read(b, q, when_words) if ok else [] for b, ok in zip(best, can, strict=True)]
     newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
     for i, older in enumerate(head):
         if not can[i]:

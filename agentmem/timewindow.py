@@ -70,6 +70,27 @@ _GATE = re.compile(rf"\b(?:{_MONTHS}|{_MONTH_ABBR}|{_WEEKDAYS}|ago|last|this|nex
                    rf"{_YEAR})\b|\d-\d|\d/\d", re.IGNORECASE)  # fmt: skip
 
 
+_NAMED_AFTER = re.compile(r"\s+(?P<w>[A-Z][\w'-]*)(?:\s+(?P<w2>[A-Z][\w'-]*))?")
+_DAY_PARTS = frozenset({"night", "morning", "afternoon", "evening"})
+_TIME_WORD = re.compile(rf"(?:{_MONTHS}|{_MONTH_ABBR}|{_WEEKDAYS})\.?", re.IGNORECASE)
+
+
+def _in_name(query: str, m: re.Match[str]) -> bool:
+    """Whether the weekday or month word a match ends on, written with a capital, begins a name: the
+    next word is capitalised too and is no time ("Monday Night Football", "March Madness"; not "Saturday
+    March 4"). After a preposition, or before a time of day, it takes two such words ("on Saturday Night
+    Live"; not "on Saturday Mia threw a party", nor "on Saturday Night")."""
+    end = m.end("p")
+    last = query[m.start("p") : end].split()[-1]
+    if not _TIME_WORD.fullmatch(last) or not last[0].isupper():
+        return False
+    after = _NAMED_AFTER.match(query, end)
+    if after is None or _TIME_WORD.fullmatch(after["w"]):
+        return False
+    placed = m.group("prep") or m.group("side") or m.group("p").split()[0].lower() in ("last", "this", "next")
+    return after["w2"] is not None or not (placed or after["w"].lower() in _DAY_PARTS)
+
+
 def _point_ok(text: str, prep: str | None) -> bool:
     """Whether a bare match is a time at all: a lone "may" only after a preposition, a lone year only
     after one too ("2000 calories" is not a year)."""
@@ -210,7 +231,7 @@ def _span(m: re.Match[str], now: datetime, day: datetime) -> tuple[datetime | No
         return (a[0], b[1]) if a[0] <= b[0] else (b[0], a[1])
     if m.group("unit"):
         return _back(day, _count(m.group("n")), m.group("unit")), day + DAY
-    if not _point_ok(m.group("p"), m.group("prep") or m.group("side")):
+    if not _point_ok(m.group("p"), m.group("prep") or m.group("side")) or _in_name(m.string, m):
         return None
     got = _resolve(m.group("p").lower(), day)
     if got is None:
@@ -223,6 +244,20 @@ def _span(m: re.Match[str], now: datetime, day: datetime) -> tuple[datetime | No
     if side:  # before, until, prior to
         return None, got[0]
     return got
+
+
+def expressions(query: str) -> list[str]:
+    """The time expressions of a query as written ("last year", "in March"), found but not resolved:
+    what `from_query` reads a window from (a phrase it cannot resolve aside)."""
+    if not _GATE.search(query):
+        return []
+    out = []
+    for m in _SPAN.finditer(query):
+        p = m.group("p")
+        if p is not None and (not _point_ok(p, m.group("prep") or m.group("side")) or _in_name(query, m)):
+            continue
+        out.append(m.group(0).strip())
+    return out
 
 
 def from_query(query: str, now: datetime) -> TimeWindow | None:
@@ -252,6 +287,30 @@ def from_query(query: str, now: datetime) -> TimeWindow | None:
         source="query",
         expression="; ".join(words),
     )
+
+
+_LEADING = re.compile(r"^(?:(?:in|during|on|of|from|at|since|after|before|until|prior\s+to|over|within|for)\s+)+",
+                      re.IGNORECASE)  # fmt: skip
+
+
+@lru_cache(maxsize=1024)
+def _named(expression: str) -> re.Pattern[str] | None:
+    phrases = {_LEADING.sub("", e.strip()).lower() for e in expression.split("; ")} - {""}
+    if not phrases:
+        return None
+    alternatives = "|".join(r"\s+".join(map(re.escape, p.split())) for p in sorted(phrases))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def named_in(w: TimeWindow, text: str) -> bool:
+    """Whether `text` says one of the times the query named, in the query's words ("last year",
+    "saturday", "2015"; a leading preposition aside). A lasting memory that does is about that time in
+    its own words, whenever it was said: "Who won the Super Bowl last year? Kansas City Chiefs.",
+    stated the February after, answers "who won the super bowl last year?"."""
+    if w.source != "query" or not w.expression:
+        return False
+    pattern = _named(w.expression)
+    return pattern is not None and pattern.search(text) is not None
 
 
 def explicit(value: TimeRange | dict[str, Any] | str, now: datetime) -> TimeWindow:

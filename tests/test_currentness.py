@@ -11,7 +11,7 @@ from conftest import Clock
 
 from agentmem import Config, Memory, NewMemory, ValidationError
 from agentmem.records import Hit
-from agentmem.slots import claims, query_words, same_slot
+from agentmem.slots import claims, query_words, same_slot, stated_change, time_words
 from fakes import FakeEmbedder
 
 BACKENDS = ("duckdb", "postgres")  # the behaviour suite runs on both
@@ -137,6 +137,94 @@ def test_same_slot_of_things_said(older: str, newer: str, query: str, same: bool
         assert same_slot(older, newer, query_words(query), 2) is False
 
 
+PAINTING_OLD = (
+    'I have a digital print of "Moonlit Ocean" by Jack Harris that I plan to hang in my bedroom. And of course, '
+    "I'll make sure to leave the \"Ethereal Dreams\" painting above my living room sofa as is, since it's already a "
+    "great conversation starter."
+)
+PAINTING_NEW = (
+    'I\'ve been inspired by the "Moonlit Ocean" print in my bedroom. By the way, speaking of my bedroom, I recently '
+    'moved the "Ethereal Dreams" painting by Emma Taylor above my bed, and it adds a nice touch to the space.'
+)
+PAINTING_Q = "Where is the painting 'Ethereal Dreams' by Emma Taylor currently hanging?"
+WEIGHT_OLD = "I've lost 5 pounds in the past month, which is slow but steady progress."
+WEIGHT_NEW = (
+    "By the way, speaking of my cardio days, I've been doing great and I just realized I've lost 10 pounds since "
+    "I started going consistently to the gym 3 months ago."
+)
+WEIGHT_Q = "How much weight have I lost since I started going to the gym consistently?"
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "query"), [(PAINTING_OLD, PAINTING_NEW, PAINTING_Q), (WEIGHT_OLD, WEIGHT_NEW, WEIGHT_Q)]
+)
+def test_a_stated_move_or_a_new_total_is_one_slot(older: str, newer: str, query: str) -> None:
+    """Each sentence says more than the change (so the word-set rules and the query-word test miss
+    it): a stated move of the thing the older one places, a new running total of one verb and unit."""
+    assert same_slot(older, newer, query_words(query), 2, said=True)
+    assert same_slot(older, newer, query_words(query), 2)  # a stated change needs no "said"
+    assert not same_slot(newer, older, query_words(query), 2, said=True)  # the older one states no change
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        # the thing is not placed by the older one, or somewhere else it is not, or not placed by the same word
+        (
+            'I bought the "Ethereal Dreams" painting at an art fair in Portland.',
+            'I moved the "Ethereal Dreams" painting above my bed.',
+        ),
+        ('The "Moonlit Ocean" print hangs above my bed.', 'I moved the "Ethereal Dreams" painting above my sofa.'),
+        (
+            'I\'ll leave the "Ethereal Dreams" painting above my bed.',
+            'I moved the "Ethereal Dreams" painting above my bed.',
+        ),
+        ("The team meeting is in room 4.", "We moved the team meeting to Friday."),
+        ("She moved to Chicago.", "My friend Rachel actually just moved back to the suburbs again."),
+        ("The painting is above my sofa.", "I moved it above my bed."),  # which thing: no words
+        # a total of another period, subject, verb, or place (a name the newer one lacks), or the same number
+        ("I've lost 5 pounds today.", "I've lost 10 pounds this week."),
+        ("I've lost 5 pounds.", "He's lost 10 pounds."),
+        ("I've read 5 books.", "I've lost 3 pounds."),
+        ("I've visited 3 countries in Europe.", "I've visited 2 countries in Asia."),
+        ("I've lost 5 pounds so far.", "I've lost 5 pounds, as I said."),
+        ("I've been 5 times to Paris.", "I've been 6 times to Paris."),  # "been": no verb of a total
+        ("The fee is around 5 dollars.", "The tax is around 7 dollars."),  # no subject that has done it
+    ],
+)
+def test_near_misses_state_no_change(older: str, newer: str) -> None:
+    assert stated_change(older, newer) == frozenset()
+
+
+def test_a_stated_change_pairs_only_for_a_query_about_it() -> None:
+    assert stated_change(WEIGHT_OLD, WEIGHT_NEW) == {"lost", "pound"}
+    assert not same_slot(WEIGHT_OLD, WEIGHT_NEW, query_words("Which gym do I go to?"), 2, said=True)
+
+
+def test_the_time_a_query_names_is_no_slot() -> None:
+    """Two things said "last year" answer no one question for sharing those words (LoCoMo)."""
+    q = "What did Melanie and her family see during their camping trip last year?"
+    assert time_words(q) == {"last", "year"} and {"last", "year"} <= query_words(q)
+    camping = (
+        "Melanie: I'll always remember our camping trip last year when we saw the Perseid meteor shower. It was "
+        "so amazing lying there and watching the sky light up."
+    )
+    pride = (
+        "Caroline: I'm always here for you, Mel! We had a blast last year at the Pride fest. Those supportive "
+        "friends definitely make everything worth it!"
+    )
+    assert not same_slot(camping, pride, query_words(q), 2, said=True, when=time_words(q))
+    assert same_slot(camping, pride, query_words(q), 2, said=True)  # as it paired before
+
+
+def test_a_stated_move_ranks_first_through_observe(memory: Memory, clock: Clock) -> None:
+    old, new = observe_two(memory, clock, PAINTING_OLD, PAINTING_NEW)
+    hits = memory.recall(PAINTING_Q, project=P, k=10)
+    ids = [said_in(h) for h in hits]
+    assert ids.index(new) == 0 and all(newer_turn(hits, h) == new for h in hits if said_in(h) == old)
+    assert any(said_in(h) == old and h.older_than is not None for h in hits)
+
+
 def test_a_newer_turn_in_other_words_ranks_first(memory: Memory, clock: Clock) -> None:
     old, new = observe_two(
         memory,
@@ -234,6 +322,11 @@ def test_real_model_cli_example_and_conversation(tmp_path: Path, real_embedder) 
         hits = mem.recall("How many projects have I completed since starting painting classes?", project=P, k=5)
         ids = [said_in(h) for h in hits]
         assert ids.index(new) < ids.index(old) and newer_turn(hits, hits[ids.index(old)]) == new
+        for older, newer, query in ((PAINTING_OLD, PAINTING_NEW, PAINTING_Q), (WEIGHT_OLD, WEIGHT_NEW, WEIGHT_Q)):
+            old, new = observe_two(mem, clock, older, newer)
+            hits = mem.recall(query, project=P, k=5)
+            ids = [said_in(h) for h in hits]
+            assert ids[0] == new and all(newer_turn(hits, h) == new for h in hits if said_in(h) == old)
 
 
 def test_events_take_no_part(memory: Memory, clock: Clock) -> None:

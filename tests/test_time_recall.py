@@ -19,7 +19,7 @@ from agentmem import Memory, NewMemory, ValidationError
 from agentmem.client import Client
 from agentmem.ranking import Weights
 from agentmem.records import TimeRange, TimeWindow
-from agentmem.timewindow import explicit, fit, from_query
+from agentmem.timewindow import explicit, expressions, fit, from_query, named_in
 from api.app import create_app
 from api.mcp_backend import McpSettings
 from api.mcp_server import build_server
@@ -115,10 +115,38 @@ def test_since_after_and_before_open_one_side(query: str, start: str | None, end
 @pytest.mark.parametrize(
     "query",
     ["the database config", "I may go to the gym", "We burned 2000 calories", "What time do I wake up on Tuesdays?",
-     "How many titles are on my to-watch list?", "How many days ago did I buy a smoker?"],
+     "How many titles are on my to-watch list?", "How many days ago did I buy a smoker?",
+     # a weekday or month that begins a name is no time
+     "Who has hosted Saturday Night Live the most?", "Who won Monday Night Football?", "What is March Madness?"],
 )  # fmt: skip
 def test_no_time_no_window(query: str) -> None:
     assert from_query(query, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [("What did I watch on Saturday Night?", "on Saturday"),  # a time of day after it: still a time
+     ("Are we meeting Saturday, March 4?", "Saturday; March 4"), ("the party on Saturday Mia threw", "on Saturday"),
+     ("who has hosted the most saturday night live shows", "saturday"),  # no capitals: no name to tell by
+     ("What happened on Saturday Night Live last Saturday?", "last Saturday")],
+)  # fmt: skip
+def test_a_weekday_or_month_not_part_of_a_name_stays_a_time(query: str, words: str) -> None:
+    w = from_query(query, NOW)
+    assert w is not None and w.expression == words
+
+
+def test_expressions_are_found_as_written_without_resolving() -> None:
+    assert expressions("what did we do last year and in March?") == ["last year", "in March"]
+    assert expressions("Who has hosted Saturday Night Live?") == [] and expressions("I may go") == []
+
+
+def test_a_text_names_the_query_time_in_its_words() -> None:
+    w = from_query("who won the super bowl last year", NOW)
+    assert w is not None and named_in(w, "Who won the football Super Bowl last year? Kansas City Chiefs.")
+    assert not named_in(w, "Who won the Super Bowl? Kansas City Chiefs.") and not named_in(w, "my last yearbook")
+    w = from_query("who won the cup in 2015", NOW)
+    assert w is not None and named_in(w, "Who won the cup in 2015? Spain.") and named_in(w, "the 2015 cup: Spain")
+    assert not named_in(w, "code 20150") and not named_in(explicit("last year", NOW), "last year")  # query words only
 
 
 @pytest.mark.parametrize(
@@ -229,6 +257,27 @@ def test_a_year_in_the_question_lifts_the_fact_that_held_then_not_the_one_that_b
         assert fits["fact"] == 1.0 and fits["event"] == 1.0
         old = mem.search("The Harbour FC coach in 2010", project="p")
         assert {h.memory.kind: h.parts.time_fit for h in old.hits}["fact"] < 1.0  # it began after 2010
+
+
+def test_a_fact_that_names_the_query_time_fits_it_whenever_it_began(tmp_path: Path) -> None:
+    """ "Who won the Super Bowl last year?" stated in February 2020 is about last year as of then: asked
+    as of December 2020 ("last year" is 2019), it fits fully though it began after 2019, and a fact
+    that only held through 2019 does not outrank it (SituatedQA)."""
+    clock = {"now": day("2019-01-01")}
+    with Memory(tmp_path / "data", embedder=FakeEmbedder(), clock=lambda: clock["now"]) as mem:
+        other = mem.remember("Who won the Super Bowl in the end? The home team.", project="p",
+                             valid_from=day("2019-01-01")).memory  # fmt: skip
+        clock["now"] = day("2020-02-02")
+        chiefs = mem.remember("Who won the Super Bowl last year? Kansas City Chiefs.", project="p",
+                              valid_from=day("2020-02-02")).memory  # fmt: skip
+        found = mem.search("who won the super bowl last year", project="p", as_of="2020-12-09T00:00:00Z")
+        assert found.window is not None and found.window.start == day("2019-01-01")
+        fits = {h.memory.id: h.parts.time_fit for h in found.hits}
+        assert fits[chiefs.id] == 1.0 and fits[other.id] == 1.0 and found.hits[0].memory.id == chiefs.id
+        moment = mem.observe([NewMemory(content="We watched the Super Bowl last year at Sam's.", project="p",
+                                        kind="event", valid_from=day("2020-02-02"))])[0]  # fmt: skip
+        found = mem.search("the super bowl last year", project="p", as_of="2020-12-09T00:00:00Z")
+        assert {h.memory.id: h.parts.time_fit for h in found.hits}[moment.id] < 1.0  # a moment keeps its own time
 
 
 def test_a_zero_weight_turns_the_boost_off(dinners: Memory) -> None:
