@@ -199,6 +199,10 @@ _TOTAL = re.compile(
     r"(?P<unit>[a-z]+)"
 )
 _PERIODS = frozenset("day week weekend month year today tonight yesterday".split())
+# What each reading needs somewhere in the text, tested before any clause is read (case and apostrophes
+# aside, as _clauses folds them): a move verb; a have-form after a pronoun ("I've", "she has", "we have")
+_MOVE_GATE = re.compile("|".join(sorted(_MOVE_VERBS)), re.IGNORECASE)
+_HAVE_GATE = re.compile(r"\b(?:i|we|you|they|he|she)(?:['\u2019]?(?:ve|s)\b|\s+(?:have|has)\b)", re.IGNORECASE)
 
 
 def _clauses(text: str) -> list[list[str]]:
@@ -222,6 +226,8 @@ def _places(tokens: list[str], at: int) -> tuple[str, frozenset[str]] | None:
 def _moved_to(text: str) -> tuple[tuple[tuple[str, ...], str, frozenset[str]], ...]:
     """What a sentence says was moved, and where: (the thing's words, the preposition, the place's words),
     for each "moved the X painting above my bed" in it (not "moved to Chicago": no thing; not "moved it")."""
+    if _MOVE_GATE.search(text) is None:
+        return ()  # most sentences: no clause to read
     out = []
     for c in _clauses(text):
         for i, t in enumerate(c):
@@ -260,6 +266,8 @@ def _placed(text: str, thing: tuple[str, ...]) -> list[tuple[str, frozenset[str]
 def _totals(text: str) -> tuple[tuple[str, str, str, str, frozenset[str]], ...]:
     """The running totals a sentence states: (who, verb, number, unit, the periods its clause names) for
     "I've lost 10 pounds since I started 3 months ago"."""
+    if _HAVE_GATE.search(text) is None:
+        return ()  # no have-form: no running total to read
     out = []
     for c in _clauses(text):
         periods = frozenset(t.rstrip("s") for t in c) & _PERIODS
