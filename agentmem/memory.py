@@ -34,6 +34,7 @@ from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, Reme
 from agentmem.retention import Retention, retention
 from agentmem.slots import newer_first, query_words
 from agentmem.store import StoreOfRecord
+from agentmem.supersede import asked
 from indexes.docs import IndexFailure, StaleModel
 from indexes.embed import Embedder
 from indexes.onnx_embed import embedder_named
@@ -271,6 +272,7 @@ class Memory:
         if include_superseded and when is not None:
             raise ValidationError("include_superseded and as_of: as_of already answers from every version valid then")
         window = timewindow.understand(query, time_range, when or self.clock())
+        question = asked(query)  # a stored question and its answer that asks it ranks as the slot asked for
         slot_window, needed = self.config.slot_window, self.config.slot_query_words
         if when is not None:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
@@ -281,7 +283,7 @@ class Memory:
             n = max(self.config.recall_candidates, 4 * k)
             found = as_of_candidates(self.store, model or self.engine.model, query, qv, when, n, scope)
             hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
-                        window=window)  # fmt: skip
+                        window=window, asked=question)  # fmt: skip
             hits = self._rolled_up(hits, frozenset(), sink=True)  # which claims were current then: not asked
             hits = newer_first(hits, query, window=slot_window, query_words_needed=needed)[:k]
             return Recalled(hits=hits, window=window, degraded=self.degraded)
@@ -308,13 +310,13 @@ class Memory:
         current = self.live.many(ids)
         candidates = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
         hits = fuse(candidates, text_hits, vector_hits, now=now, k=max(k, slot_window), weights=self.config.weights,
-                    kinds=self.config.kinds, window=window)  # fmt: skip
+                    kinds=self.config.kinds, window=window, asked=question)  # fmt: skip
         if include_superseded:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds), statuses=("superseded",))  # fmt: skip
             found = stored_candidates(self.store, model or self.engine.model, query, qv, n, scope)
             old = fuse(*found, now=now, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
-                       window=window)  # fmt: skip
+                       window=window, asked=question)  # fmt: skip
             hits = under_successors(hits + old)
         hits = self._rolled_up(hits, query_words(query), sink=not include_superseded)
         hits = newer_first(hits, query, window=slot_window, query_words_needed=needed, sink=not include_superseded)[:k]

@@ -28,6 +28,9 @@ class Weights(msgspec.Struct, frozen=True):
     # explicit time_range, `time_query` for a window read from the query (chosen on LongMemEval, see the README).
     time: float = 0.5
     time_query: float = 0.5
+    # A memory that is a question and its answer, asking the query's own question ("Who won the Super Bowl
+    # last year? ...", asked "who won the super bowl last year"): score x (1 + w). It is the slot asked for.
+    asked: float = 0.5
 
 
 def rrf(ranks: list[int | None]) -> float:

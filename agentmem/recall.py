@@ -14,7 +14,7 @@ from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Weights, parts, terms, total
 from agentmem.records import Hit, MemoryVersion, TimeWindow
 from agentmem.store import StoreOfRecord
-from agentmem.supersede import STOPWORDS
+from agentmem.supersede import STOPWORDS, question_slot
 from agentmem.text import folded_words, stem, tokens
 from agentmem.timewindow import fit, named_in
 
@@ -31,9 +31,11 @@ def fuse(
     weights: Weights,
     kinds: dict[str, KindSpec] = KINDS,
     window: TimeWindow | None = None,
+    asked: str | None = None,
 ) -> list[Hit]:
     """Score each candidate from its place in both lists and its currentness, boosted by how well its
-    valid_from fits the time `window` when there is one; the best k, best first."""
+    valid_from fits the time `window` when there is one, and when it is a question and its answer that
+    asks the question `asked` (`supersede.asked`: the query's own); the best k, best first."""
     bm25 = {i: (rank, s) for rank, (i, s) in enumerate(text_hits, 1)}
     vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
     best = (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
@@ -45,13 +47,18 @@ def fuse(
         if window is not None:
             fits = _fit(m, window, kinds)
             s *= 1.0 + _time_weight(weights, window) * fits
-        ranked.append((round(s, 6), m, t, found, fits))
+        same = asked is not None and _asks(m.content, asked)
+        if same:
+            s *= 1.0 + weights.asked
+        ranked.append((round(s, 6), m, t, found, fits, same))
     ranked.sort(key=lambda x: (-x[0], -x[1].id))
     hits = []
-    for s, m, t, found, fits in ranked[:k]:
+    for s, m, t, found, fits, same in ranked[:k]:
         p = parts(m, t, *found)
         if fits is not None:
             p = msgspec.structs.replace(p, time_fit=round(fits, 6))
+        if same:
+            p = msgspec.structs.replace(p, asked=True)
         hits.append(Hit(memory=m, score=s, parts=p, has_history=m.version > 1))
     return hits
 
@@ -130,6 +137,14 @@ def _fit(m: MemoryVersion, window: TimeWindow, kinds: dict[str, KindSpec]) -> fl
     if lasting and named_in(window, m.content):
         return 1.0
     return fit(m.valid_from, window, lasting=lasting, valid_to=m.valid_to)
+
+
+def _asks(content: str, question: str) -> bool:
+    """Whether a memory is a question and its answer that asks `question` (normalised)."""
+    if "?" not in content:
+        return False  # most memories: no question to read
+    slot = question_slot(content)
+    return slot is not None and slot[0] == question
 
 
 def _time_weight(weights: Weights, window: TimeWindow) -> float:

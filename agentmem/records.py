@@ -116,6 +116,7 @@ class ScoreParts(msgspec.Struct, frozen=True, kw_only=True):
     recency: float
     salience: float
     time_fit: float | None = None  # how well valid_from falls in the recall's time window (1 = inside)
+    asked: bool | None = None  # true: a question and its answer, asking the query's own question
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):

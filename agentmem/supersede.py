@@ -420,6 +420,13 @@ def _among(w: Words, other: frozenset[str], marked: frozenset[str]) -> bool:
 MAX_ANSWER_WORDS = 20
 
 
+def asked(query: str) -> str | None:
+    """The question a query asks, normalised as `question_slot` reads a stored question (the "?" aside),
+    when it has two words or more."""
+    q = normalise(query.strip().rstrip("?"))
+    return q if len(q.split()) >= 2 else None
+
+
 @lru_cache(maxsize=65_536)
 def question_slot(text: str) -> tuple[str, str] | None:
     """(question, answer), normalised, of a text that is one question and its short answer:

@@ -15,7 +15,7 @@ import pytest
 from litestar.testing import TestClient
 from mcp import Client as McpClient
 
-from agentmem import Memory, NewMemory, ValidationError
+from agentmem import Config, Memory, NewMemory, ValidationError
 from agentmem.client import Client
 from agentmem.ranking import Weights
 from agentmem.records import TimeRange, TimeWindow
@@ -363,3 +363,27 @@ def test_the_real_server_weighs_time(server: Server) -> None:
     r = httpx.post(f"{server.url}/v1/recall", json={"query": "hiking", "time_range": "2026-05-01/2026-04-01"},
                    headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)  # fmt: skip
     assert r.status_code == 400 and "must be before end" in r.json()["error"]["message"]
+
+
+def test_a_stored_question_that_asks_the_query_ranks_as_the_slot_asked_for(tmp_path: Path) -> None:
+    """Asked as of 2014 "when is the last time the padres made the playoffs", the stored question that
+    asks just that (answered 1998) ranks above another team's answer stated that very year, which
+    recency alone favours (SituatedQA); its parts say why. Without the boost the other one wins."""
+    def ask(weights: Weights) -> list[Any]:
+        clock = {"now": datetime(1998, 1, 1, tzinfo=UTC)}
+        where = tmp_path / f"data-{weights.asked}"
+        with Memory(where, embedder=FakeEmbedder(), clock=lambda: clock["now"], config=Config(weights=weights)) as mem:
+            mem.remember("When is the last time the padres made the playoffs? 1998.", project="p",
+                         valid_from=clock["now"])  # fmt: skip
+            clock["now"] = datetime(2014, 1, 1, tzinfo=UTC)
+            mem.remember("When is the last time the lions made the playoffs? 2014.", project="p",
+                         valid_from=clock["now"])  # fmt: skip
+            clock["now"] = datetime(2020, 1, 1, tzinfo=UTC)
+            return mem.recall("when is the last time the padres made the playoffs", project="p", k=2,
+                              as_of="2014-01-01T00:00:00Z")  # fmt: skip
+
+    hits = ask(Weights())
+    assert "padres" in hits[0].memory.content and hits[0].parts.asked is True
+    assert hits[1].parts.asked is None
+    plain = ask(Weights(asked=0.0))
+    assert "lions" in plain[0].memory.content

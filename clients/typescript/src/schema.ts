@@ -1181,6 +1181,7 @@ export interface components {
             recency: number;
             salience: number;
             time_fit?: number | null;
+            asked?: boolean | null;
         };
         /** Stats */
         Stats: {
