@@ -134,9 +134,8 @@ def _fit(m: MemoryVersion, window: TimeWindow, kinds: dict[str, KindSpec]) -> fl
     Bowl last year? ..." is about last year as of when it held, whenever it started)."""
     spec = kinds.get(m.kind)
     lasting = spec is None or not spec.moment
-    if lasting and named_in(window, m.content):
-        return 1.0
-    return fit(m.valid_from, window, lasting=lasting, valid_to=m.valid_to)
+    got = fit(m.valid_from, window, lasting=lasting, valid_to=m.valid_to)
+    return 1.0 if got < 1.0 and lasting and named_in(window, m.content) else got
 
 
 def _asks(content: str, question: str) -> bool:

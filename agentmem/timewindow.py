@@ -75,12 +75,12 @@ _DAY_PARTS = frozenset({"night", "morning", "afternoon", "evening"})
 _TIME_WORD = re.compile(rf"(?:{_MONTHS}|{_MONTH_ABBR}|{_WEEKDAYS})\.?", re.IGNORECASE)
 
 
-def _in_name(query: str, m: re.Match[str]) -> bool:
-    """Whether the weekday or month word a match ends on, written with a capital, begins a name: the
+def _in_name(m: re.Match[str]) -> bool:
+    """Whether the weekday or month word a match of _SPAN ends on, written with a capital, begins a name: the
     next word is capitalised too and is no time ("Monday Night Football", "March Madness"; not "Saturday
     March 4"). After a preposition, or before a time of day, it takes two such words ("on Saturday Night
     Live"; not "on Saturday Mia threw a party", nor "on Saturday Night")."""
-    end = m.end("p")
+    query, end = m.string, m.end("p")
     last = query[m.start("p") : end].split()[-1]
     if not _TIME_WORD.fullmatch(last) or not last[0].isupper():
         return False
@@ -89,6 +89,13 @@ def _in_name(query: str, m: re.Match[str]) -> bool:
         return False
     placed = m.group("prep") or m.group("side") or m.group("p").split()[0].lower() in ("last", "this", "next")
     return after["w2"] is not None or not (placed or after["w"].lower() in _DAY_PARTS)
+
+
+def _not_a_time(m: re.Match[str]) -> bool:
+    """A match of _SPAN whose bare point is no time: a lone "may" or year without a preposition, or
+    a weekday or month that begins a name."""
+    p = m.group("p")
+    return p is not None and (not _point_ok(p, m.group("prep") or m.group("side")) or _in_name(m))
 
 
 def _point_ok(text: str, prep: str | None) -> bool:
@@ -231,7 +238,7 @@ def _span(m: re.Match[str], now: datetime, day: datetime) -> tuple[datetime | No
         return (a[0], b[1]) if a[0] <= b[0] else (b[0], a[1])
     if m.group("unit"):
         return _back(day, _count(m.group("n")), m.group("unit")), day + DAY
-    if not _point_ok(m.group("p"), m.group("prep") or m.group("side")) or _in_name(m.string, m):
+    if _not_a_time(m):
         return None
     got = _resolve(m.group("p").lower(), day)
     if got is None:
@@ -251,13 +258,7 @@ def expressions(query: str) -> list[str]:
     what `from_query` reads a window from (a phrase it cannot resolve aside)."""
     if not _GATE.search(query):
         return []
-    out = []
-    for m in _SPAN.finditer(query):
-        p = m.group("p")
-        if p is not None and (not _point_ok(p, m.group("prep") or m.group("side")) or _in_name(query, m)):
-            continue
-        out.append(m.group(0).strip())
-    return out
+    return [m.group(0).strip() for m in _SPAN.finditer(query) if not _not_a_time(m)]
 
 
 def from_query(query: str, now: datetime) -> TimeWindow | None:
