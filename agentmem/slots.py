@@ -84,6 +84,21 @@ class Claim(msgspec.Struct, frozen=True):
 
 
 MIN_WORDS = 1  # descriptive words a claim needs besides its values and names: "Thanks, Mel!" states nothing
+# What a value needs in an ASCII sentence (`supersede.words`): a digit, a number word, or a capital
+# letter past the first character that is not the pronoun "I" or one of its contractions.
+_DIGIT_OR_NUMBER = re.compile(r"[0-9]|\b(?:" + "|".join(sorted(NUMBER_WORDS)) + r")\b", re.IGNORECASE)
+_PRONOUN_I = re.compile(r"\bI(?:['\u2019]?(?:m|ve|d|ll))?\b")
+
+
+def _may_hold_value(sentence: str) -> bool:
+    """False only where `words(sentence).values` is empty, read at C speed: most sentences of a
+    conversation name no value, and reading their words costs a hundred times more."""
+    if not sentence.isascii():
+        return True  # folding accents can make a digit or a capital: let `words` read it
+    if _DIGIT_OR_NUMBER.search(sentence) is not None:
+        return True
+    rest = _PRONOUN_I.sub(" ", sentence)[1:]  # the first character starts the sentence: no value
+    return rest.lower() != rest
 
 
 @lru_cache(maxsize=16_384)
@@ -95,7 +110,7 @@ def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
     for line in text.split("\n"):
         for piece in segment("en", line):
             s = " ".join(piece.split())
-            if not s:
+            if not s or not (plain or _may_hold_value(s)):
                 continue
             w = words(s)
             described = len(set(w.words) - w.values - w.maybe)
@@ -307,21 +322,32 @@ def stated_change(older: str, newer: str) -> frozenset[str]:
     return frozenset()
 
 
+@lru_cache(maxsize=16_384)
+def _change_words(text: str) -> frozenset[str]:
+    """Every word that `stated_change(older, text)` can give, whatever `older` says: the things `text`
+    says were moved, and the verbs and units of the running totals it states."""
+    return frozenset(w for thing, _, _ in _moved_to(text) for w in thing) | frozenset(
+        w for total in _totals(text) for w in (total[1], total[3])
+    )
+
+
 # A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the
-# query words describing it)
-_Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
+# query words describing it, the query words a stated change of it could be about)
+_Read = list[tuple[int, Claim, frozenset[str], frozenset[str], frozenset[str]]]
 
 
 def _read(best: list[tuple[int, Claim]], query: frozenset[str], when: frozenset[str] = frozenset()) -> _Read:
-    return [(n, c, frozenset(c.words.words), (query - when) & _described(c)) for n, c in best]
+    return [
+        (n, c, frozenset(c.words.words), (query - when) & _described(c), query & _change_words(c.text)) for n, c in best
+    ]
 
 
 def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
     """Whether two hits' best claims, each read once (a recall compares each hit's claims with many
     others'), state one slot: the pair tests of the module docstring."""
-    for na, ca, sa, qa in a:
+    for na, ca, sa, qa, _ in a:
         wa = ca.words
-        for nb, cb, sb, qb in b:
+        for nb, cb, sb, qb, changed in b:
             wb = cb.words
             if (wa.values and wb.values) and _may_pair(wa, sa, wb, sb) and _rule_slot(wa, wb):
                 return True
@@ -331,8 +357,8 @@ def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said
                 return True
             if said and enough and 2 * len(shared) >= len(query) and _says_as_much(ca, cb):
                 return True
-            if not query.isdisjoint(stated_change(ca.text, cb.text)):
-                return True
+            if changed and not query.isdisjoint(stated_change(ca.text, cb.text)):
+                return True  # `changed`: the query words that such a change of `cb` could be about
     return False
 
 

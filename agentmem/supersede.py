@@ -412,9 +412,14 @@ def _loose(w: Words) -> frozenset[str]:
     return frozenset(BOUNDS.get(x, x) for x in set(w.words) - w.light)
 
 
+@lru_cache(maxsize=65_536)
+def _descriptive(w: Words) -> frozenset[str]:
+    """The words of `w` that `_among` reads: no light verb, no negation."""
+    return frozenset(w.words) - w.light - _NOT
+
+
 def _among(w: Words, other: frozenset[str], marked: frozenset[str]) -> bool:
-    light = w.light
-    return all(BOUNDS.get(x, x) in other for x in w.words if x not in marked and x not in light and x not in _NOT)
+    return all(BOUNDS.get(x, x) in other for x in _descriptive(w) - marked)
 
 
 MAX_ANSWER_WORDS = 20

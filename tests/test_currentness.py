@@ -11,7 +11,16 @@ from conftest import Clock
 
 from agentmem import Config, Memory, NewMemory, ValidationError
 from agentmem.records import Hit
-from agentmem.slots import claims, query_words, same_slot, stated_change, time_words
+from agentmem.slots import (
+    _change_words,
+    _may_hold_value,
+    claims,
+    query_words,
+    same_slot,
+    stated_change,
+    time_words,
+)
+from agentmem.supersede import words
 from fakes import FakeEmbedder
 
 BACKENDS = ("duckdb", "postgres")  # the behaviour suite runs on both
@@ -241,6 +250,39 @@ def test_a_newer_turn_in_other_words_ranks_first(memory: Memory, clock: Clock) -
 def test_claims_are_the_sentences_that_hold_a_value() -> None:
     text = "Thanks for the tips! I lead a team of 4 engineers now.\nWe ship on Fridays. Sounds good."
     assert [c.text for c in claims(text)] == ["I lead a team of 4 engineers now.", "We ship on Fridays."]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "We ship on Fridays.",  # a name past the first word
+        "The limit is 40 requests.",  # a digit
+        "I have two cats.",  # a number word
+        "Our stack runs on MySQL now.",  # an inner capital
+        "AI can help here.",  # an inner capital in the first word
+        "ok IM here",  # "IM" is no contraction of "I"
+        '"Hello there," she said.',  # a capital after punctuation that ends no sentence
+        "Il est arrivé à Zürich.",  # not ASCII: left to words()
+    ],
+)
+def test_the_value_screen_passes_every_sentence_with_a_value(sentence: str) -> None:
+    """`claims` reads a sentence's words only past the screen: it must never drop a value."""
+    assert words(sentence).values and _may_hold_value(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence", ["I think so.", "Yes, I'm sure I've seen it and I'd say I'll go.", "Thanks a lot for that!"]
+)
+def test_the_value_screen_skips_sentences_without_one(sentence: str) -> None:
+    assert not _may_hold_value(sentence) and not words(sentence).values
+    assert claims(sentence) == ()
+
+
+def test_a_stated_change_gives_only_words_the_newer_sentence_can_change() -> None:
+    """The pair test asks `stated_change` only when the query names one of `_change_words(newer)`."""
+    assert stated_change(WEIGHT_OLD, WEIGHT_NEW) <= _change_words(WEIGHT_NEW)
+    assert stated_change(PAINTING_OLD, PAINTING_NEW) <= _change_words(PAINTING_NEW) != frozenset()
+    assert _change_words("We ship on Fridays.") == frozenset()
 
 
 def test_the_newer_statement_ranks_first_and_the_older_one_is_marked(memory: Memory, clock: Clock) -> None:
