@@ -77,10 +77,13 @@ SAID = frozenset({"observation", "claim"})  # the sentences that best match the 
 
 
 class Claim(msgspec.Struct, frozen=True):
-    """A sentence that states something, with the words the rules read off it."""
+    """A sentence that states something, with the words the rules read off it: all of them as a set,
+    and those that describe its slot (its words less its values and names)."""
 
     text: str
     words: Words
+    word_set: frozenset[str]
+    described: frozenset[str]
 
 
 MIN_WORDS = 1  # descriptive words a claim needs besides its values and names: "Thanks, Mel!" states nothing
@@ -113,9 +116,10 @@ def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
             if not s or not (plain or _may_hold_value(s)):
                 continue
             w = words(s)
-            described = len(set(w.words) - w.values - w.maybe)
-            if (w.values and described >= MIN_WORDS) or (plain and described >= 2):
-                out.append(Claim(s, w))
+            all_words = frozenset(w.words)
+            described = all_words - w.values - w.maybe
+            if (w.values and len(described) >= MIN_WORDS) or (plain and len(described) >= 2):
+                out.append(Claim(s, w, all_words, described))
     return tuple(out)
 
 
@@ -143,16 +147,11 @@ def _other_value(a: Words, b: Words) -> bool:
     return bool(gained and lost) and (numbers or names)
 
 
-def _described(c: Claim) -> set[str]:
-    """The words of a claim that describe its slot: its words less its values and names."""
-    return set(c.words.words) - c.words.values - c.words.maybe
-
-
 def _says_as_much(a: Claim, b: Claim) -> bool:
     """The newer sentence `b` says something the older `a` did not (not a restatement), and has a
     value of each shape that `a` has (a number for a number, a name for a name): a sentence without
     the number never wins over the one with it."""
-    if _described(b) <= _described(a) and b.words.values <= a.words.values:
+    if b.described <= a.described and b.words.values <= a.words.values:
         return False
     shapes = [(any(map(_numeric, c.words.values)), not all(map(_numeric, c.words.values))) for c in (a, b)]
     return all(has_b or not has_a for has_a, has_b in zip(shapes[0], shapes[1], strict=True))
@@ -160,7 +159,7 @@ def _says_as_much(a: Claim, b: Claim) -> bool:
 
 def _best(text: str, query: frozenset[str], plain: bool = False) -> list[tuple[int, Claim]]:
     """The claims of `text` with the most query words describing their slot, most first: (how many, claim)."""
-    scored = [(len(query & _described(c)), c) for c in claims(text, plain)]
+    scored = [(len(query & c.described), c) for c in claims(text, plain)]
     scored.sort(key=lambda sc: -sc[0])
     return scored[:SENTENCES_PER_HIT]
 
@@ -337,9 +336,7 @@ _Read = list[tuple[int, Claim, frozenset[str], frozenset[str], frozenset[str]]]
 
 
 def _read(best: list[tuple[int, Claim]], query: frozenset[str], when: frozenset[str] = frozenset()) -> _Read:
-    return [
-        (n, c, frozenset(c.words.words), (query - when) & _described(c), query & _change_words(c.text)) for n, c in best
-    ]
+    return [(n, c, c.word_set, (query - when) & c.described, query & _change_words(c.text)) for n, c in best]
 
 
 def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:

@@ -191,6 +191,7 @@ LIGHT_VERBS = frozenset(
 # The words that put a bound on a quantity ("the upload limit is", "uploads are capped at",
 # "the maximum upload size", "the API allows 500 requests"); one word when values are compared.
 BOUNDS = {_canon(w): "limit" for w in "limit limited cap capped maximum max most ceiling quota allow".split()}
+_BOUND_WORDS = frozenset(BOUNDS)
 
 
 @lru_cache(maxsize=65_536)
@@ -419,7 +420,11 @@ def _descriptive(w: Words) -> frozenset[str]:
 
 
 def _among(w: Words, other: frozenset[str], marked: frozenset[str]) -> bool:
-    return all(BOUNDS.get(x, x) in other for x in _descriptive(w) - marked)
+    """Each descriptive word of `w` but the `marked` ones is among `other`, a bound word as what it reads as."""
+    rest = _descriptive(w) - marked
+    if rest.isdisjoint(_BOUND_WORDS):
+        return rest <= other  # most texts: no bound word, so one set test
+    return rest - _BOUND_WORDS <= other and all(BOUNDS[x] in other for x in rest & _BOUND_WORDS)
 
 
 MAX_ANSWER_WORDS = 20
