@@ -40,13 +40,14 @@ def fuse(
     vec = {i: (rank, s) for rank, (i, s) in enumerate(vector_hits, 1)}
     best = (max((s for _, s in text_hits), default=0.0), max((s for _, s in vector_hits), default=0.0))
     ranked = []
+    boost = 0.0 if window is None else _time_weight(weights, window)
     for m in candidates:  # the terms of every candidate, once; the parts only for the k kept
         found = bm25.get(m.id), vec.get(m.id)
         t = terms(m, now=now, bm25=found[0], vector=found[1], best=best, weights=weights, kinds=kinds)
         s, fits = total(t, weights), None
         if window is not None:
             fits = _fit(m, window, kinds)
-            s *= 1.0 + _time_weight(weights, window) * fits
+            s *= 1.0 + boost * fits
         same = asked is not None and _asks(m.content, asked)
         if same:
             s *= 1.0 + weights.asked

@@ -23,7 +23,7 @@ import re
 import threading
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from dateutil import parser as _dateutil
@@ -294,13 +294,23 @@ _LEADING = re.compile(r"^(?:(?:in|during|on|of|from|at|since|after|before|until|
                       re.IGNORECASE)  # fmt: skip
 
 
+class _Named(NamedTuple):
+    """How to find the times a query named in a text: the pattern, and the first word of each phrase
+    when all are ASCII (a lower-cased ASCII text holding none of them cannot match: a substring test
+    each, instead of the pattern)."""
+
+    pattern: re.Pattern[str]
+    firsts: tuple[str, ...] | None
+
+
 @lru_cache(maxsize=1024)
-def _named(expression: str) -> re.Pattern[str] | None:
+def _named(expression: str) -> _Named | None:
     phrases = {_LEADING.sub("", e.strip()).lower() for e in expression.split("; ")} - {""}
     if not phrases:
         return None
     alternatives = "|".join(r"\s+".join(map(re.escape, p.split())) for p in sorted(phrases))
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+    firsts = tuple(sorted({p.split()[0] for p in phrases})) if all(p.isascii() for p in phrases) else None
+    return _Named(re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE), firsts)
 
 
 def named_in(w: TimeWindow, text: str) -> bool:
@@ -310,8 +320,14 @@ def named_in(w: TimeWindow, text: str) -> bool:
     stated the February after, answers "who won the super bowl last year?"."""
     if w.source != "query" or not w.expression:
         return False
-    pattern = _named(w.expression)
-    return pattern is not None and pattern.search(text) is not None
+    named = _named(w.expression)
+    if named is None:
+        return False
+    if named.firsts is not None and text.isascii():
+        low = text.lower()
+        if not any(f in low for f in named.firsts):
+            return False  # most candidates: no phrase's first word, so no match
+    return named.pattern.search(text) is not None
 
 
 def explicit(value: TimeRange | dict[str, Any] | str, now: datetime) -> TimeWindow:

@@ -147,6 +147,9 @@ def test_a_text_names_the_query_time_in_its_words() -> None:
     w = from_query("who won the cup in 2015", NOW)
     assert w is not None and named_in(w, "Who won the cup in 2015? Spain.") and named_in(w, "the 2015 cup: Spain")
     assert not named_in(w, "code 20150") and not named_in(explicit("last year", NOW), "last year")  # query words only
+    w = from_query("what did we do last year", NOW)
+    assert w is not None and named_in(w, "LAST   YEAR we moved") and named_in(w, "In Zürich, last year.")  # any case
+    assert not named_in(w, "the year before last") and not named_in(w, "À Zürich, l'an dernier.")
 
 
 @pytest.mark.parametrize(
