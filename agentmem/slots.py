@@ -330,23 +330,23 @@ def _change_words(text: str) -> frozenset[str]:
     )
 
 
-# A hit's best claims as the pair test reads them: (how many query words, the claim, its word set, the
-# query words describing it, the query words a stated change of it could be about)
-_Read = list[tuple[int, Claim, frozenset[str], frozenset[str], frozenset[str]]]
+# A hit's best claims as the pair test reads them: (how many query words, the claim, the query words
+# describing it, the query words a stated change of it could be about)
+_Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
 
 
 def _read(best: list[tuple[int, Claim]], query: frozenset[str], when: frozenset[str] = frozenset()) -> _Read:
-    return [(n, c, c.word_set, (query - when) & c.described, query & _change_words(c.text)) for n, c in best]
+    return [(n, c, (query - when) & c.described, query & _change_words(c.text)) for n, c in best]
 
 
 def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
     """Whether two hits' best claims, each read once (a recall compares each hit's claims with many
     others'), state one slot: the pair tests of the module docstring."""
-    for na, ca, sa, qa, _ in a:
+    for na, ca, qa, _ in a:
         wa = ca.words
-        for nb, cb, sb, qb, changed in b:
+        for nb, cb, qb, changed in b:
             wb = cb.words
-            if (wa.values and wb.values) and _may_pair(wa, sa, wb, sb) and _rule_slot(wa, wb):
+            if (wa.values and wb.values) and _may_pair(wa, ca.word_set, wb, cb.word_set) and _rule_slot(wa, wb):
                 return True
             shared = qa & qb  # names alone ("Caroline") are no slot
             enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)

@@ -270,6 +270,26 @@ def test_the_value_screen_passes_every_sentence_with_a_value(sentence: str) -> N
     assert words(sentence).values and _may_hold_value(sentence)
 
 
+def test_the_value_screen_drops_no_sentence_with_a_value_from_the_hand_written_pairs() -> None:
+    """Over every sentence of the supersession pairs (updates, restatements, other claims): a sentence
+    the screen skips has no value by `words`."""
+    import json
+
+    from sentencex import segment
+
+    data = Path(__file__).parent.parent / "data"
+    lines = [
+        x
+        for n in ("supersession_pairs.jsonl", "supersession_pairs_test.jsonl")
+        for x in (data / n).read_text().splitlines()
+    ]
+    texts = [t for line in lines if line.strip() for r in [json.loads(line)] for t in (r["old"], r["new"])]
+    sentences = [" ".join(p.split()) for t in texts for line in t.split("\n") for p in segment("en", line)]
+    skipped = [s for s in sentences if s and not _may_hold_value(s)]
+    assert len(sentences) > 800 and skipped  # the screen is tried, and skips some
+    assert [s for s in skipped if words(s).values] == []
+
+
 @pytest.mark.parametrize(
     "sentence", ["I think so.", "Yes, I'm sure I've seen it and I'd say I'll go.", "Thanks a lot for that!"]
 )
