@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from conftest import Clock
+from sentencex import segment
 
 from agentmem import Config, Memory, NewMemory, ValidationError
 from agentmem.records import Hit
@@ -273,10 +275,6 @@ def test_the_value_screen_passes_every_sentence_with_a_value(sentence: str) -> N
 def test_the_value_screen_drops_no_sentence_with_a_value_from_the_hand_written_pairs() -> None:
     """Over every sentence of the supersession pairs (updates, restatements, other claims): a sentence
     the screen skips has no value by `words`."""
-    import json
-
-    from sentencex import segment
-
     data = Path(__file__).parent.parent / "data"
     lines = [
         x
