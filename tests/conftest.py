@@ -8,10 +8,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from agentmem import Memory
 from fakes import FakeEmbedder
 from servers import Server
+
+# Property tests: derandomized under CI (CI=true), so a run replays exactly; elsewhere random draws
+# that print the blob to replay a failure with @reproduce_failure. HYPOTHESIS_PROFILE picks either.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev"))
 
 
 class Clock:
