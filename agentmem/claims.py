@@ -49,7 +49,8 @@ read with its whole turn, a live claim ("the shop API is written in Go") would b
 a dead sentence beside it ("we deploy it on Fly.io"). A turn whose sentence that best answers the
 query is a superseded claim is older news (unless the claim was only said again in other words,
 `RESTATED`): it is marked `older_than` the hit that stands for the claim that replaced it (the
-claim's id when no hit of the reply does) and ranked under the other hits; asked with history, the
+claim's id when no hit of the reply does), reason `claim superseded`, and goes directly under that
+hit when it is in the reply (`agentmem.currentness.order`); asked with history, the
 superseded claim itself comes back with its death record (by whom, when, why). When consolidation
 archives turns into an abstraction, the claims said only in them go with them.
 """
@@ -127,8 +128,6 @@ def roll_up(
     query_words: frozenset[str],
     turns: Mapping[int, MemoryVersion],
     claims_of: Callable[[list[int]], Mapping[int, list[MemoryVersion]]],
-    *,
-    sink: bool = True,
 ) -> list[Hit]:
     """`hits` (best first), one per turn: claims and their turns read together (see the module docstring).
 
@@ -153,15 +152,13 @@ def roll_up(
     # the hit of this reply that stands for a claim: the claim's own, or its turn's
     standing = {c.id: t for t in open_turns for c in by_turn.get(t, [])} | {h.memory.id: h.memory.id for h in out}
     kept: list[Hit] = []
-    older: list[Hit] = []
     for h in out:
         dead = _answered_by_dead_claim(by_turn.get(h.memory.id, []), query_words)
-        if dead is None or dead.superseded_by is None or dead.supersede_reason in RESTATED:
-            kept.append(h)  # a claim said again in other words is no older news: the turn still holds
-            continue
-        h = msgspec.structs.replace(h, older_than=standing.get(dead.superseded_by, dead.superseded_by))
-        (older if sink else kept).append(h)
-    return kept + older
+        if dead is not None and dead.superseded_by is not None and dead.supersede_reason not in RESTATED:
+            newer = standing.get(dead.superseded_by, dead.superseded_by)  # a claim said again is no older news
+            h = msgspec.structs.replace(h, older_than=newer, older_reason="claim superseded")
+        kept.append(h)
+    return kept
 
 
 def _answered_by_dead_claim(claims: list[MemoryVersion], query_words: frozenset[str]) -> MemoryVersion | None:

@@ -172,7 +172,7 @@ def _hits_text(hits: list[Hit]) -> str:
         return "no memories found"
     return "\n".join(
         f"{h.score:.4f}  {_line(h.memory)}"
-        + (f"  (older than #{h.older_than})" if h.older_than is not None else "")
+        + (f"  (older than #{h.older_than}: {h.older_reason})" if h.older_than is not None else "")
         + (f"  (said in #{h.stated_in.id})" if h.stated_in is not None else "")
         + (f"  (superseded by #{h.memory.superseded_by})" if h.memory.superseded_by is not None else "")
         for h in hits

@@ -16,13 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from agentmem import admission, audit, claims, lifecycle, timewindow, transfer, validate, writes
+from agentmem import admission, audit, claims, lifecycle, slots, timewindow, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.backend import Indexes, Live
 from agentmem.config import Config
 from agentmem.context import Context, working_set
+from agentmem.currentness import pair
+from agentmem.currentness.order import order
 from agentmem.engine import DB_FILE, Engine
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
@@ -32,7 +34,7 @@ from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, stored_candidates, under_successors
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention, retention
-from agentmem.slots import newer_first, query_words
+from agentmem.slots import query_words
 from agentmem.store import StoreOfRecord
 from agentmem.supersede import asked
 from indexes.docs import IndexFailure, StaleModel
@@ -273,7 +275,7 @@ class Memory:
             raise ValidationError("include_superseded and as_of: as_of already answers from every version valid then")
         window = timewindow.understand(query, time_range, when or self.clock())
         question = asked(query)  # a stored question and its answer that asks it ranks as the slot asked for
-        slot_window, needed = self.config.slot_window, self.config.slot_query_words
+        slot_window = self.config.slot_window
         if when is not None:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds))  # fmt: skip
@@ -284,8 +286,8 @@ class Memory:
             found = as_of_candidates(self.store, model or self.engine.model, query, qv, when, n, scope)
             hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                         window=window, asked=question)  # fmt: skip
-            hits = self._rolled_up(hits, frozenset(), sink=True)  # which claims were current then: not asked
-            hits = newer_first(hits, query, window=slot_window, query_words_needed=needed)[:k]
+            hits = self._rolled_up(hits, frozenset())  # which claims were current then: not asked
+            hits = self._current_first(hits, query, project, model)[:k]
             return Recalled(hits=hits, window=window, degraded=self.degraded)
         self.engine.refresh()  # read your writes: every acknowledged change is searchable
         n = max(self.config.recall_candidates, 4 * k)
@@ -318,8 +320,8 @@ class Memory:
             old = fuse(*found, now=now, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                        window=window, asked=question)  # fmt: skip
             hits = under_successors(hits + old)
-        hits = self._rolled_up(hits, query_words(query), sink=not include_superseded)
-        hits = newer_first(hits, query, window=slot_window, query_words_needed=needed, sink=not include_superseded)[:k]
+        hits = self._rolled_up(hits, query_words(query))
+        hits = self._current_first(hits, query, project, model)[:k]
         self.engine.note_access([h.memory.id for h in hits])
         return Recalled(hits=hits, window=window, degraded=self.degraded)
 
@@ -338,7 +340,23 @@ class Memory:
         return working_set(self, query, project=project, max_memories=max_memories, token_budget=token_budget,
                            agent=agent, tiers=tiers, kinds=kinds)  # fmt: skip
 
-    def _rolled_up(self, hits: list[Hit], asked: frozenset[str], *, sink: bool) -> list[Hit]:
+    def _current_first(self, hits: list[Hit], query: str, project: str | None, model: str | None) -> list[Hit]:
+        """The newer statement of a topic above the older, which is marked when something says it
+        was replaced (see agentmem.currentness.order); the best `slot_window` hits are compared."""
+        window = self.config.slot_window
+        if window == 0:
+            return hits
+        head = hits[:window]
+        vectors = self.indexes.vectors_of([h.memory.id for h in head])
+        missing = [h.memory for h in head if h.memory.id not in vectors]  # superseded versions, as_of
+        if missing:
+            by_hash = self.store.vectors([m.content_hash for m in missing], model or self.engine.model, project=project)
+            vectors |= {m.id: v for m in missing if (v := by_hash.get(m.content_hash)) is not None}
+        rules = slots.pairs(head, query, query_words_needed=self.config.slot_query_words)
+        return order(hits, window=window, vectors=vectors, model=pair.for_embedder(model or self.engine.model),
+                     rule_pairs=rules)  # fmt: skip
+
+    def _rolled_up(self, hits: list[Hit], asked: frozenset[str]) -> list[Hit]:
         """Claims read with the turns they were said in (see agentmem.claims.roll_up)."""
         if not any(h.memory.kind in (claims.CLAIM, claims.TURN) for h in hits):
             return hits
@@ -346,7 +364,7 @@ class Memory:
         turns = self.live.many(wanted)
         missing = [t for t in wanted if t not in turns]
         turns = {**turns, **self.store.get_many(missing)} if missing else turns
-        return claims.roll_up(hits, asked, turns, lambda ids: self.store.built_on_each(ids, self.live.many), sink=sink)
+        return claims.roll_up(hits, asked, turns, lambda ids: self.store.built_on_each(ids, self.live.many))
 
     def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
         """The query's embedding and its model, or None while the model is down (recall then

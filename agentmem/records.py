@@ -135,6 +135,7 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     parts: ScoreParts
     has_history: bool
     older_than: int | None = None
+    older_reason: str | None = None  # what said `older_than`: "pair model", "same question", "claim superseded"
     stated_in: MemoryVersion | None = None  # a claim's turn: the observation it was said in (agentmem.claims)
 
 

@@ -1,4 +1,4 @@
-"""The newer statement wins inside a slot, at recall time.
+"""The slot rules of recall: two hits that state one slot with different values.
 
 A rule may not be sure enough to supersede an old memory, and observations never supersede at
 all. Recall still has to say which of two hits is current when both state the same slot with
@@ -36,12 +36,9 @@ something (it holds a value: a number, a name, a version) either
 Two texts that are each a question and its answer state the same slot when they ask the same
 question (`supersede.question_slot`), and never otherwise.
 
-Then the newer hit (strictly later `valid_from`) ranks above the older one, wherever it
-ranked, and the older one carries `older_than` = the newer one's id. In a plain recall the older
-statements go under the other hits compared (what is current comes first); asked for history
-(`include_superseded`), each goes directly under its newer one. Events take no part (a later
-event does not make an earlier one untrue). Nothing is deleted, and scores are kept as they
-were: the order is by score except for these moves.
+`pairs` finds them; `agentmem.currentness.order` places the newer (strictly later `valid_from`)
+above the older, which goes directly under it marked `older_than`, reason `slot rule`. Events
+take no part (a later event does not make an earlier one untrue).
 """
 
 from __future__ import annotations
@@ -381,14 +378,10 @@ def _asks_same(a: tuple[str, str], b: tuple[str, str]) -> bool:
     return a[0] == b[0] and a[1] != b[1]
 
 
-def newer_first(
-    hits: Sequence[Hit], query: str, *, window: int, query_words_needed: int, sink: bool = True
-) -> list[Hit]:
-    """`hits` (best first) with each newer statement of a slot placed above the older one, and the
-    older one marked `older_than`; with `sink`, the older statements go under every other hit of
-    the first `window` (what is current first), else each directly under its newer one (history:
-    what changed, in order). Only the first `window` hits are compared."""
-    head, tail = list(hits[:window]), list(hits[window:])
+def pairs(hits: Sequence[Hit], query: str, *, query_words_needed: int) -> list[tuple[int, int]]:
+    """(older, newer) positions of `hits` that state one slot by the tests of the module docstring:
+    the newer strictly later. `agentmem.currentness.order` places and marks them."""
+    head = list(hits)
     q = query_words(query)
     when = [h.memory.valid_from for h in head]
     said = [h.memory.kind in SAID for h in head]
@@ -400,7 +393,7 @@ def newer_first(
     ]
     when_words = time_words(query)
     read = [_read(b, q, when_words) if ok else [] for b, ok in zip(best, can, strict=True)]
-    newer_of: dict[int, list[int]] = {}  # position -> positions of newer hits stating its slot
+    found: list[tuple[int, int]] = []
     for i, older in enumerate(head):
         if not can[i]:
             continue  # an event, or states nothing this query or a rule can pair
@@ -416,28 +409,5 @@ def newer_first(
             else:
                 same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j])
             if same:
-                newer_of.setdefault(i, []).append(j)
-    if not newer_of:
-        return list(hits)
-    placed: list[int] = []
-    done: set[int] = set()
-
-    def place(i: int) -> None:
-        done.add(i)
-        for j in sorted(newer_of.get(i, ())):
-            if j not in done:
-                place(j)
-        placed.append(i)
-
-    for i in range(len(head)):
-        if i not in done:
-            place(i)
-    out: list[Hit] = []
-    sunk: list[Hit] = []
-    for i in placed:
-        h = head[i]
-        if i in newer_of:
-            newest = max(newer_of[i], key=lambda j: when[j])
-            h = msgspec.structs.replace(h, older_than=head[newest].memory.id)
-        (sunk if sink and i in newer_of else out).append(h)
-    return out + sunk + tail
+                found.append((i, j))
+    return found

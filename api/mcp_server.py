@@ -140,7 +140,8 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
         """Search memories, best first: current ones only (superseded versions never come back unless
         `include_superseded`), or with `as_of` the versions that were valid at that time. `has_history` marks
         memories that replaced older versions; read them with `history`. A hit with `older_than` states the
-        same thing as the newer hit it names, with an older value: prefer the newer one. A claim (one sentence
+        same thing as the newer hit it names, with an older value (`older_reason` says what judged so):
+        prefer the newer one. A claim (one sentence
         of an observed turn) carries `stated_in`, the turn it was said in. `window` says which
         time window was understood, if any."""
 
@@ -151,7 +152,7 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
             for h in found.hits:
                 item = {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)}
                 if h.older_than is not None:
-                    item["older_than"] = h.older_than
+                    item["older_than"], item["older_reason"] = h.older_than, h.older_reason
                 if h.stated_in is not None:  # a claim: the turn it was said in
                     item["stated_in"] = memory_view(h.stated_in)
                 out.append(item)

@@ -49,6 +49,12 @@ def newer_turn(hits: list[Hit], h: Hit) -> int | None:
     return of.get(h.older_than, h.older_than)
 
 
+def directly_under(hits: list[Hit], old: int, new: int) -> bool:
+    """The hit standing for turn `old` comes right after the one standing for turn `new`."""
+    ids = [said_in(h) for h in hits]
+    return new in ids and old in ids and ids.index(old) == ids.index(new) + 1
+
+
 def observe_two(mem: Memory, clock: Clock, old: str, new: str) -> tuple[int, int]:
     clock.now = AUGUST
     a = mem.observe([turn(old, AUGUST, "s1")])[0].id
@@ -231,9 +237,9 @@ def test_the_time_a_query_names_is_no_slot() -> None:
 def test_a_stated_move_ranks_first_through_observe(memory: Memory, clock: Clock) -> None:
     old, new = observe_two(memory, clock, PAINTING_OLD, PAINTING_NEW)
     hits = memory.recall(PAINTING_Q, project=P, k=10)
-    ids = [said_in(h) for h in hits]
-    assert ids.index(new) == 0 and all(newer_turn(hits, h) == new for h in hits if said_in(h) == old)
-    assert any(said_in(h) == old and h.older_than is not None for h in hits)
+    assert said_in(hits[0]) == new and directly_under(hits, old, new)
+    # a slot rule orders, and does not mark: on natural writing it paired more true facts than updates
+    assert all(h.older_reason != "slot rule" for h in hits)
 
 
 def test_a_newer_turn_in_other_words_ranks_first(memory: Memory, clock: Clock) -> None:
@@ -244,9 +250,7 @@ def test_a_newer_turn_in_other_words_ranks_first(memory: Memory, clock: Clock) -
         "By the way, I've been dedicating about two hours each day to coding exercises.",
     )
     hits = memory.recall("How much time do I dedicate to coding exercises each day?", project=P, k=5)
-    ids = [said_in(h) for h in hits]
-    assert ids.index(new) < ids.index(old)
-    assert newer_turn(hits, hits[ids.index(old)]) == new
+    assert directly_under(hits, old, new)
 
 
 def test_claims_are_the_sentences_that_hold_a_value() -> None:
@@ -313,10 +317,8 @@ def test_the_newer_statement_ranks_first_and_the_older_one_is_marked(memory: Mem
     clock.now = OCTOBER + timedelta(days=1)
     memory.observe([turn("I'm planning a trip to Lisbon next spring.", OCTOBER, "s2")])
     hits = memory.recall("How many projects have I completed since starting painting classes?", project=P, k=3)
-    ids = [said_in(h) for h in hits]
-    assert ids.index(new) < ids.index(old)
-    by_turn = {said_in(h): h for h in hits}
-    assert newer_turn(hits, by_turn[old]) == new and by_turn[new].older_than is None
+    assert directly_under(hits, old, new)
+    assert {said_in(h): h for h in hits}[new].older_than is None
     # both are still there: nothing is deleted, and k=1 answers with the newer one
     assert [said_in(h) for h in memory.recall("projects completed painting classes", project=P, k=1)] == [new]
 
@@ -380,13 +382,11 @@ def test_real_model_cli_example_and_conversation(tmp_path: Path, real_embedder) 
             "By the way, I just finished my 5th project since starting painting classes, and I'm proud!",
         )
         hits = mem.recall("How many projects have I completed since starting painting classes?", project=P, k=5)
-        ids = [said_in(h) for h in hits]
-        assert ids.index(new) < ids.index(old) and newer_turn(hits, hits[ids.index(old)]) == new
+        assert directly_under(hits, old, new)
         for older, newer, query in ((PAINTING_OLD, PAINTING_NEW, PAINTING_Q), (WEIGHT_OLD, WEIGHT_NEW, WEIGHT_Q)):
             old, new = observe_two(mem, clock, older, newer)
             hits = mem.recall(query, project=P, k=5)
-            ids = [said_in(h) for h in hits]
-            assert ids[0] == new and all(newer_turn(hits, h) == new for h in hits if said_in(h) == old)
+            assert said_in(hits[0]) == new and directly_under(hits, old, new)
 
 
 def test_events_take_no_part(memory: Memory, clock: Clock) -> None:

@@ -237,9 +237,9 @@ def test_a_recall_shows_which_hit_is_the_older_statement(client: TestClient, mem
 
     old, new = memory.observe(
         [
-            NewMemory(content="My highest score in Ticket to Ride is 124 points.", project="shop", kind="observation",
-                      valid_from=datetime(2026, 1, 2, tzinfo=UTC)),
-            NewMemory(content="I just got my highest score in Ticket to Ride - 132 points!", project="shop",
+            NewMemory(content="What is my highest score in Ticket to Ride? 124 points.", project="shop",
+                      kind="observation", valid_from=datetime(2026, 1, 2, tzinfo=UTC)),
+            NewMemory(content="What is my highest score in Ticket to Ride? 132 points.", project="shop",
                       kind="observation", valid_from=datetime(2026, 1, 20, tzinfo=UTC)),
         ]
     )  # fmt: skip
@@ -249,7 +249,7 @@ def test_a_recall_shows_which_hit_is_the_older_statement(client: TestClient, mem
     hits = memory.recall("What is my highest score in Ticket to Ride?", project="shop", k=5)
     top = hits[0].memory.id  # the newer turn's claim, or the turn itself
     assert hits[0].stated_in is None or hits[0].stated_in.id == new.id
-    assert f'(older than <a href="/ui/memories/{top}">#{top}</a>)' in r.text
+    assert f'(older than <a href="/ui/memories/{top}">#{top}</a>: same question)' in r.text
 
 
 def test_a_recall_shows_the_turn_a_claim_was_said_in_and_the_older_turn(client: TestClient, memory: Memory) -> None:  # type: ignore[type-arg]
@@ -276,6 +276,6 @@ def test_a_recall_shows_the_turn_a_claim_was_said_in_and_the_older_turn(client: 
     assert f'(said in <a href="/ui/memories/{new.id}">#{new.id}</a>)' in row
     row = next(tr for tr in r.text.split("<tr>") if f'<td><a href="/ui/memories/{old.id}">' in tr)
     n = stale.older_than
-    assert f'(older than <a href="/ui/memories/{n}">#{n}</a>)' in row and "said in" not in row
+    assert f'(older than <a href="/ui/memories/{n}">#{n}</a>: claim superseded)' in row and "said in" not in row
     page = client.get(f"/ui/memories/{claim.memory.id}", headers=auth("read")).text
     assert f'<dt>Said in</dt><dd><a href="/ui/memories/{new.id}">#{new.id}</a></dd>' in page

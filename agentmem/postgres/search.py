@@ -101,7 +101,7 @@ class PgIndexes:
             "AND m.embedding IS NOT NULL",
             [list(ids)],
         )
-        return {int(i): np.asarray(v, dtype=np.float32) for i, v in rows}
+        return {int(i): np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for i, v in rows}
 
     def ids(self, which: str) -> set[int]:
         """The current versions with a search document ("bm25") or a vector ("vectors")."""

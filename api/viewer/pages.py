@@ -83,23 +83,26 @@ def remember_box(project: str, csrf: str, kinds: Sequence[str], *, key: str | No
 
 def memory_rows(
     items: Sequence[tuple[MemoryVersion, Retention, float | None]],
-    older: Mapping[int, int] | None = None,
+    older: Mapping[int, tuple[int, str | None]] | None = None,
     said_in: Mapping[int, int] | None = None,
 ) -> Safe:
     """The table of memories; `older` maps a recalled memory to the newer one that states its slot
-    with another value (a hit's `older_than`), `said_in` a recalled claim to the turn it was said in
-    (a hit's `stated_in`): both shown beside its content, as links."""
+    with another value and what judged so (a hit's `older_than`, `older_reason`), `said_in` a
+    recalled claim to the turn it was said in (a hit's `stated_in`): both shown beside its content."""
     if not items:
         return Safe('<p class="muted">No current memories match.</p>')
     rows = []
     for m, r, score in items:
-        newer, turn = (older or {}).get(m.id), (said_in or {}).get(m.id)
+        marked, turn = (older or {}).get(m.id), (said_in or {}).get(m.id)
         note = Safe("")
         if turn is not None:
             note = fmt(' <span class="said">(said in <a href="/ui/memories/{t}">#{t}</a>)</span>', t=turn)
-        if newer is not None:
+        if marked is not None:
             note = fmt(
-                '{s} <span class="older">(older than <a href="/ui/memories/{n}">#{n}</a>)</span>', s=note, n=newer
+                '{s} <span class="older">(older than <a href="/ui/memories/{n}">#{n}</a>: {why})</span>',
+                s=note,
+                n=marked[0],
+                why=marked[1] or "",
             )
         rows.append(
             fmt(
@@ -141,7 +144,7 @@ def memories(
     kinds: Sequence[str],
     next_cursor: int | None,
     box: Safe,
-    older: Mapping[int, int] | None = None,
+    older: Mapping[int, tuple[int, str | None]] | None = None,
     said_in: Mapping[int, int] | None = None,
 ) -> Safe:
     b = base(project)

@@ -155,7 +155,7 @@ def memories(
     if status not in (*STATUSES, "all"):
         raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)} or all")
     items: list[tuple[MemoryVersion, Retention, float | None]]
-    older: dict[int, int] = {}
+    older: dict[int, tuple[int, str | None]] = {}
     said_in: dict[int, int] = {}
     nxt = None
     if query:
@@ -168,7 +168,7 @@ def memories(
             kinds=[kind] if kind else (),
         )
         items = [(h.memory, _retention(mem, h.memory), h.score) for h in hits]
-        older = {h.memory.id: h.older_than for h in hits if h.older_than is not None}
+        older = {h.memory.id: (h.older_than, h.older_reason) for h in hits if h.older_than is not None}
         said_in = {h.memory.id: h.stated_in.id for h in hits if h.stated_in is not None}
     else:
         found, nxt = mem.list_versions(

@@ -847,6 +847,7 @@ export interface components {
             parts: components["schemas"]["ScoreParts"];
             has_history: boolean;
             older_than?: number | null;
+            older_reason?: string | null;
             stated_in?: components["schemas"]["MemoryVersion"] | null;
         };
         /** ImportReply */

@@ -1,0 +1,119 @@
+"""Recall's currentness stage: the newer statement of a topic first, the older directly under it.
+
+Among the best `window` hits, an older hit (earlier `valid_from`) goes directly under a newer one when
+
+- the two are about one topic, and may be one fact told twice: the cosine of their vectors is at
+  least the model's `topic` (unrelated memories lie far below it) and the pair model's
+  probability that the newer replaces the older at least its `order` (reached by 90% of the
+  replacing pairs it was trained on). The newer ranks first and nothing is marked: recall is
+  bold, two true facts both stay, in the order they were learnt;
+- or a slot rule of `agentmem.slots` pairs them: the newer ranks first, unmarked (on natural
+  writing nobody tuned on, the rules paired three look-alike facts for every update, so they order
+  and do not mark);
+- or something says the newer replaces the older, and then the older is also marked `older_than`
+  the newer one, with `older_reason` naming what said so: `pair model` (the learned model of
+  `agentmem.currentness.pair`, at its `mark` threshold), `same question` (two texts that are each
+  a question and its answer, asking the same question with another answer), or `claim superseded`
+  (a turn whose answer a later claim replaced, `agentmem.claims`).
+
+An older hit never goes below unrelated memories, and nothing leaves the reply: the group of a
+topic stands where its best-ranked member stood, newest first. Events take no part (a later event
+does not make an earlier one untrue), nor do two versions of one lineage. Two hits that are each a
+question and its answer are one slot only when they ask the same question (the slot rules say so),
+never by the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import msgspec
+import numpy as np
+
+from agentmem.currentness.pair import PairModel
+from agentmem.records import Hit
+from agentmem.supersede import question_slot
+
+TIMELESS = frozenset({"event"})
+PAIR_MODEL, SAME_QUESTION, CLAIM_SUPERSEDED = "pair model", "same question", "claim superseded"
+
+
+def order(
+    hits: Sequence[Hit],
+    *,
+    window: int,
+    vectors: Mapping[int, np.ndarray],
+    model: PairModel | None,
+    rule_pairs: Iterable[tuple[int, int]] = (),
+) -> list[Hit]:
+    """`hits` (best first) with each topic's newer statements first (see the module docstring).
+
+    `vectors`: the hits' unit vectors by memory id (a hit without one is ordered by the rules
+    only); `rule_pairs`: (older, newer) positions in `hits` that a rule says state one slot."""
+    head, tail = list(hits[:window]), list(hits[window:])
+    above: dict[int, set[int]] = {}  # position -> positions of newer hits to place above it
+    marks: dict[int, dict[int, str]] = {}  # position -> {newer position: reason}
+
+    def relate(i: int, j: int, reason: str | None) -> None:
+        above.setdefault(i, set()).add(j)
+        if reason is not None:
+            marks.setdefault(i, {}).setdefault(j, reason)
+
+    at = {h.memory.id: i for i, h in enumerate(head)}
+    asks = [question_slot(h.memory.content) is not None for h in head]
+    for i, h in enumerate(head):  # a mark made upstream (claims): under the hit it names, when here
+        if h.older_than is not None and (j := at.get(h.older_than)) is not None and j != i:
+            relate(i, j, h.older_reason or CLAIM_SUPERSEDED)
+    for i, j in rule_pairs:
+        if i < len(head) and j < len(head):
+            relate(i, j, SAME_QUESTION if asks[i] and asks[j] else None)
+    if model is not None:
+        for i, j in _topic_pairs(head, vectors, model.topic, asks):
+            a, b = head[i].memory, head[j].memory
+            p = model.replaces(vectors[a.id], vectors[b.id], a.content, b.content)
+            if p >= model.order:
+                relate(i, j, PAIR_MODEL if p >= model.mark else None)
+    if not above:
+        return list(hits)
+    placed: list[int] = []
+    done: set[int] = set()
+
+    def place(i: int) -> None:
+        done.add(i)
+        for j in sorted(above.get(i, ())):
+            if j not in done:
+                place(j)
+        placed.append(i)
+
+    for i in range(len(head)):
+        if i not in done:
+            place(i)
+    out = []
+    for i in placed:
+        h = head[i]
+        if i in marks:
+            j, reason = max(marks[i].items(), key=lambda jr: head[jr[0]].memory.valid_from)
+            h = msgspec.structs.replace(h, older_than=head[j].memory.id, older_reason=reason)
+        out.append(h)
+    return out + tail
+
+
+def _topic_pairs(
+    head: Sequence[Hit], vectors: Mapping[int, np.ndarray], topic: float, asks: Sequence[bool]
+) -> list[tuple[int, int]]:
+    """(older, newer) positions of hits about one topic: cosine at least `topic`, strictly later,
+    not both a question and its answer."""
+    usable = [i for i, h in enumerate(head) if h.memory.kind not in TIMELESS and h.memory.id in vectors]
+    if len(usable) < 2:
+        return []
+    m = np.stack([vectors[head[i].memory.id] for i in usable])
+    sims = m @ m.T
+    pairs = []
+    for x, i in enumerate(usable):
+        for y, j in enumerate(usable):
+            a, b = head[i].memory, head[j].memory
+            if asks[i] and asks[j]:
+                continue
+            if sims[x, y] >= topic and a.valid_from < b.valid_from and a.lineage_id != b.lineage_id:
+                pairs.append((i, j))
+    return pairs

@@ -1,0 +1,145 @@
+"""Recall's currentness stage (agentmem.currentness): the newer statement of a topic first, the
+older directly under it, marked only when the pair model (or a same-question rule) says replaced."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import Clock
+
+from agentmem import Memory
+from agentmem.currentness import pair
+from agentmem.currentness.order import PAIR_MODEL, SAME_QUESTION, order
+from agentmem.records import Hit, MemoryVersion, ScoreParts
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DIM = 4
+PARTS = ScoreParts(relevance=1.0, effective_confidence=0.7, recency=1.0, salience=0.5)
+
+
+def hit(i: int, content: str, days: int, kind: str = "fact") -> Hit:
+    m = MemoryVersion(id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active",
+                      content=content, tier="semantic", kind=kind, project="p", source="api", salience=0.5,
+                      confidence=0.7, created_at=T0 + timedelta(days=days), valid_from=T0 + timedelta(days=days),
+                      last_reinforced_at=T0 + timedelta(days=days))  # fmt: skip
+    return Hit(memory=m, score=1.0 / i, parts=PARTS, has_history=False)
+
+
+def unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def model(bias: float) -> pair.PairModel:
+    """A pair model whose verdict is its bias alone: every pair gets sigmoid(bias)."""
+    n = 2 + 3 * DIM
+    return pair.PairModel(embedder="test", weights=np.zeros(n, np.float32), bias=bias, mark=0.7, supersede=0.9,
+                          order=0.3, topic=0.5)  # fmt: skip
+
+
+# ranked: an older fact first, an unrelated memory, then the newer statement of the older's topic
+HITS = [hit(1, "The nightly backup runs at 2am", 0), hit(2, "Lunch is at noon", 1), hit(3, "Backups moved to 4am", 9)]
+VECTORS = {1: unit(1, 0.2, 0, 0), 2: unit(0, 0, 1, 0), 3: unit(1, 0.4, 0, 0)}
+
+
+def ids(hits: list[Hit]) -> list[int]:
+    return [h.memory.id for h in hits]
+
+
+def test_the_newer_statement_of_a_topic_goes_first_and_the_older_right_under_it() -> None:
+    out = order(HITS, window=10, vectors=VECTORS, model=model(bias=0.0))  # p = 0.5: ordered, not marked
+    assert ids(out) == [3, 1, 2]  # the unrelated memory is never put above the older statement
+    assert all(h.older_than is None for h in out)
+
+
+def test_the_older_one_is_marked_when_the_model_says_replaced() -> None:
+    out = order(HITS, window=10, vectors=VECTORS, model=model(bias=3.0))  # p = 0.95
+    assert ids(out) == [3, 1, 2]
+    assert (out[1].older_than, out[1].older_reason) == (3, PAIR_MODEL) and out[0].older_than is None
+
+
+def test_nothing_moves_below_the_order_threshold_or_across_topics_or_without_a_model() -> None:
+    assert ids(order(HITS, window=10, vectors=VECTORS, model=model(bias=-3.0))) == [1, 2, 3]
+    far = {**VECTORS, 3: unit(0, 0, 0, 1)}  # another topic: the cosine is under `topic`
+    assert ids(order(HITS, window=10, vectors=far, model=model(bias=3.0))) == [1, 2, 3]
+    assert ids(order(HITS, window=10, vectors=VECTORS, model=None)) == [1, 2, 3]
+    assert ids(order(HITS, window=2, vectors=VECTORS, model=model(bias=3.0))) == [1, 2, 3]  # 3 is past the window
+
+
+def test_events_and_question_pairs_are_not_ordered_by_the_model() -> None:
+    events = [hit(1, "Deployed v1", 0, kind="event"), hit(3, "Deployed v2", 9, kind="event")]
+    assert ids(order(events, window=10, vectors=VECTORS, model=model(bias=3.0))) == [1, 3]
+    asked = [hit(1, "Who leads payments? Priya.", 0), hit(3, "Who leads search? Omar.", 9)]
+    assert ids(order(asked, window=10, vectors=VECTORS, model=model(bias=3.0))) == [1, 3]
+    same = [hit(1, "Who leads payments? Priya.", 0), hit(3, "Who leads payments? Omar.", 9)]
+    out = order(same, window=10, vectors=VECTORS, model=None, rule_pairs=[(0, 1)])
+    assert ids(out) == [3, 1] and out[1].older_reason == SAME_QUESTION
+
+
+def test_a_slot_rule_orders_without_marking() -> None:
+    out = order(HITS, window=10, vectors={}, model=None, rule_pairs=[(0, 2)])
+    assert ids(out) == [3, 1, 2] and all(h.older_than is None for h in out)
+
+
+def test_the_shipped_model_reads_only_its_own_embedders_vectors() -> None:
+    shipped = pair.shipped()
+    assert pair.for_embedder(shipped.embedder) is shipped and pair.for_embedder("fake-hash-64") is None
+    assert 0 < shipped.order < shipped.mark < shipped.supersede < 1 and 0 < shipped.topic < 1
+    assert shipped.weights.shape == (2 + 3 * 384,)
+
+
+# -- through the real model, store and indexes ---------------------------------------------------
+
+NEWS = [  # the issue's cases: no rule names their words
+    ("We deploy the shop API on Fly.io", "We're on Render now for the shop API", "where is the shop API deployed?"),
+    ("Our team uses Jira for tickets", "We switched to Linear for tickets last week",
+     "which tool do we use for tickets?"),
+    ("The nightly backup runs at 2am", "Backups moved to 4am", "when does the nightly backup run?"),
+    ("Priya works as a data analyst at Shopify.", "Priya changed jobs, she's now a product manager at Stripe.",
+     "Where does Priya work?"),
+    ("The user is vegetarian.", "The user isn't vegetarian anymore; they started eating fish and chicken again.",
+     "What does the user eat?"),
+]  # fmt: skip
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("older", "newer", "query"), NEWS)
+def test_the_newer_statement_wins_and_the_older_is_gone_or_marked(
+    tmp_path: Path, real_embedder, older: str, newer: str, query: str
+) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock(T0)
+    with Memory(tmp_path / "d", embedder=real_embedder, clock=clock) as mem:
+        for i, text in enumerate(["Lunch is at noon on Fridays", "The office wifi is called acme-guest"]):
+            mem.remember(text, project="p", valid_from=T0 - timedelta(days=i + 1))
+        a = mem.remember(older, project="p").memory.id
+        clock.advance(days=7)
+        b = mem.remember(newer, project="p").memory.id
+        clock.advance(days=1)
+        hits = mem.recall(query, project="p", k=5)
+        assert hits[0].memory.id == b
+        stale = [h for h in hits if h.memory.id == a]
+        assert stale == [] or (stale[0].older_than == b and stale[0].older_reason == PAIR_MODEL)
+
+
+@pytest.mark.model
+def test_two_true_look_alike_facts_both_stay_unmarked(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock(T0)
+    with Memory(tmp_path / "d", embedder=real_embedder, clock=clock) as mem:
+        a = mem.remember("The auth service listens on port 8081.", project="p").memory.id
+        clock.advance(days=7)
+        b = mem.remember("The billing service listens on port 8082.", project="p").memory.id
+        hits = mem.recall("which ports do the services listen on?", project="p", k=5)
+        assert {a, b} <= {h.memory.id for h in hits} and all(h.older_than is None for h in hits)
+
+
+@pytest.mark.model
+def test_the_shipped_weights_are_what_the_training_script_makes() -> None:
+    root = Path(__file__).parent.parent
+    done = subprocess.run([sys.executable, str(root / "scripts" / "train_pair_model.py"), "--check"],
+                          capture_output=True, text=True, cwd=root)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
