@@ -25,6 +25,7 @@ from api import docs, metrics, viewer
 from api.auth import Authenticator, principal
 from api.body import StrictRequest
 from api.deps import memory
+from api.guard import Guard
 from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
@@ -107,6 +108,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
     """The service over an open Memory. With `owns` (what `serve` does) the app loads the embedding
     model in the background once it listens (see api.startup) and closes `mem` on shutdown; without
     it (tests) the engine is ready at once and the caller closes it."""
+    guard = Guard.of(tokens=bool(settings.tokens), hosts=settings.allowed_hosts, origins=settings.allowed_origins)
     state = State(
         {
             "settings": settings,
@@ -117,6 +119,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             "memory": mem,
             "startup": Startup(),
             "sessions": Sessions(idle_minutes=settings.viewer.idle_minutes),
+            "guard": guard,
         }
     )
 
@@ -181,7 +184,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             HTTPException: _http_error,
             Exception: _internal_error,
         },
-        middleware=[metrics.middleware],
+        middleware=[guard.wrap, metrics.middleware],
         on_startup=[startup],
         on_shutdown=[shutdown],
         state=state,
