@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from litestar import Litestar, MediaType, Request, Response
+from litestar import Litestar, MediaType, Request, Response, Router
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
@@ -61,7 +61,12 @@ def _validation_error(_: Request, exc: ValidationException) -> Response[ErrorRep
 def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
     if viewer.owns(request.url.path):  # no viewer route matched (404, 405): answer with an HTML page
         return viewer.http_error(request, exc)
-    return _error(exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), exc.detail)
+    message = exc.detail
+    if exc.status_code == 413:
+        limit = request.route_handler.resolve_request_max_body_size()
+        setting = "max_import_bytes" if request.url.path == "/v1/import" else "max_body_bytes"
+        message = f"the request body is larger than this route's limit of {limit} bytes (setting {setting})"
+    return _error(exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), message)
 
 
 def _internal_error(request: Request, exc: Exception) -> Response[ErrorReply]:  # type: ignore[type-arg]
@@ -170,7 +175,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             search.recall,
             search.context,
             transfer.export,
-            transfer.import_,
+            Router("/", route_handlers=[transfer.import_], request_max_body_size=settings.max_import_bytes),
             ingest.conversation,
             ingest.notes,
             ingest.code,

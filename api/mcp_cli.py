@@ -37,7 +37,7 @@ def add_mcp(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
             if not is_loopback(args.host):
                 raise ValidationError(f"refusing to serve MCP over HTTP on {args.host}: it has no authentication "
                                       "of its own; bind to 127.0.0.1")  # fmt: skip
-            http = load()  # allowed_hosts and allowed_origins, as `serve` reads them
+            http = load()  # allowed_hosts, allowed_origins and the header timeout, as `serve` reads them
         server, scoped = build_server(settings)
         scoped.preload()
         try:
@@ -58,6 +58,7 @@ def serve_http(server: Any, host: str, port: int, settings: Settings) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from api.deadline import with_header_timeout
     from api.guard import Guard
 
     guard = Guard.of(tokens=False, hosts=settings.allowed_hosts, origins=settings.allowed_origins)
@@ -65,4 +66,5 @@ def serve_http(server: Any, host: str, port: int, settings: Settings) -> None:
     app = server.streamable_http_app(
         host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
-    uvicorn.run(guard.wrap(app), host=host, port=port, log_level="warning")
+    uvicorn.run(guard.wrap(app), host=host, port=port, log_level="warning",
+                http=with_header_timeout(settings.header_timeout_seconds))  # fmt: skip

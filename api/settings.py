@@ -6,6 +6,9 @@ port = 8420
 data_dir = "/var/lib/agentmem"
 # database_url = "postgresql://agentmem@db.internal/agentmem"  # many nodes on one PostgreSQL (pgvector >= 0.8)
 max_body_bytes = 1048576                 # a request body's limit (413 over it)
+max_import_bytes = 67108864              # POST /v1/import's body limit (64 MiB)
+max_ingest_messages = 500                # most messages one POST /v1/ingest/conversation takes
+header_timeout_seconds = 10              # a connection must send a request's headers within this
 allowed_hosts = ["mem.example.com"]      # Host names (or name:port) besides loopback, e.g. behind a proxy
 allowed_origins = ["https://mem.example.com"]  # origins whose pages may call a tokenless server
 sweep_every_minutes = 60                 # the archive sweep inside the server; 0 turns it off
@@ -43,7 +46,8 @@ projects = ["shop"]                      # or ["*"] for every project
 ```
 
 Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_DATABASE_URL, AGENTMEM_CONFIG (the file),
-AGENTMEM_MAX_BODY_BYTES, AGENTMEM_ALLOWED_HOSTS and AGENTMEM_ALLOWED_ORIGINS (comma-separated; see api.guard),
+AGENTMEM_MAX_BODY_BYTES, AGENTMEM_MAX_IMPORT_BYTES, AGENTMEM_MAX_INGEST_MESSAGES, AGENTMEM_HEADER_TIMEOUT_SECONDS,
+AGENTMEM_ALLOWED_HOSTS and AGENTMEM_ALLOWED_ORIGINS (comma-separated; see api.guard),
 AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, AGENTMEM_TOKENS =
 "name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear), and
 AGENTMEM_INGEST_ROOTS = "/abs/dir=project1,project2;..." (added to the file's ingest_roots).
@@ -100,6 +104,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     # PostgreSQL (with pgvector) shared by every node, instead of the data directory's DuckDB file
     database_url: str = ""
     max_body_bytes: int = 1_048_576
+    max_import_bytes: int = 64 * 1024 * 1024  # POST /v1/import's body (an export is about 4 KB a version)
+    max_ingest_messages: int = 500  # most messages one POST /v1/ingest/conversation takes
+    header_timeout_seconds: float = 10.0  # a connection must send a request's headers within this (api.deadline)
     allowed_hosts: list[str] = []  # Host names (or name:port) served besides loopback ones (api.guard)
     allowed_origins: list[str] = []  # origins (scheme://host[:port]) whose pages may call a tokenless server
     max_batch: int = 500
@@ -189,6 +196,9 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         ("AGENTMEM_DATA_DIR", "data_dir", str),
         ("AGENTMEM_DATABASE_URL", "database_url", str),
         ("AGENTMEM_MAX_BODY_BYTES", "max_body_bytes", int),
+        ("AGENTMEM_MAX_IMPORT_BYTES", "max_import_bytes", int),
+        ("AGENTMEM_MAX_INGEST_MESSAGES", "max_ingest_messages", int),
+        ("AGENTMEM_HEADER_TIMEOUT_SECONDS", "header_timeout_seconds", float),
         ("AGENTMEM_SWEEP_EVERY_MINUTES", "sweep_every_minutes", float),
         ("AGENTMEM_CONSOLIDATE_EVERY_MINUTES", "consolidate_every_minutes", float),
     ):
@@ -225,6 +235,11 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
     for name in ("sweep_every_minutes", "consolidate_every_minutes"):
         if not 0 <= getattr(settings, name) <= 525_600:
             raise ValidationError(f"config: {name} must be from 0 (off) to 525600")
+    for name in ("max_body_bytes", "max_import_bytes", "max_ingest_messages"):
+        if getattr(settings, name) < 1:
+            raise ValidationError(f"config: {name} must be at least 1")
+    if not 0 < settings.header_timeout_seconds <= 3600:
+        raise ValidationError("config: header_timeout_seconds must be above 0 and at most 3600")
     _check_hosts(settings.allowed_hosts, settings.allowed_origins)
     if not 0 < settings.viewer.idle_minutes <= 525_600:
         raise ValidationError("config: viewer.idle_minutes must be above 0 and at most 525600")
