@@ -2,7 +2,7 @@
 
 A page served from another origin (another loopback port) tries what a hostile page would: a
 text/plain fetch (no preflight) that writes and one that deletes, a JSON fetch (preflighted), reads
-with and without CORS, a form that posts JSON as text/plain, and a viewer form. Then DNS
+with and without CORS, a form that posts JSON as text/plain, and a viewer form. And DNS
 rebinding: Chromium resolves rebind.test to 127.0.0.1 (--host-resolver-rules), so a page of that
 name is same-origin with the server and could read its replies, but sends `Host: rebind.test`.
 Nothing is read, nothing is written; see tests/test_viewer_browser.py for the browser set-up.
@@ -161,10 +161,10 @@ def test_a_web_page_cannot_read_or_write_a_tokenless_server(tmp_path: Path, brow
         with Client(server.url) as c:
             c.remember(NewMemory(content=SECRET, project="shop"))
 
+        browser.get(f"http://rebind.test:{server.port}/v1/memories?project=shop")  # first: the attacks may erase
+        rebound = {"page": browser.page_source, **browser.execute_async_script(REBOUND)}
         browser.get(attacker)
         tried = browser.execute_async_script(ATTACKS, server.url)
-        browser.get(f"http://rebind.test:{server.port}/v1/memories?project=shop")
-        rebound = {"page": browser.page_source, **browser.execute_async_script(REBOUND)}
         print({**tried, **{f"rebound {k}": v[:120] for k, v in rebound.items()}})
 
         assert set(tried) == {"text/plain write", "text/plain delete", "JSON write", "CORS read", "no-cors read",
