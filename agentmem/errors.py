@@ -16,6 +16,7 @@ AgentMemError                  500  1   a failure nothing below describes
 │   └── StoreBusyError         503  1   the shared database kept refusing a lock (deadlocks): try again
 ├── IndexUnavailableError      503  1   an index or the embedding model failed (the store is intact)
 ├── AccessDeniedError          403  1   no or unknown token (a client reads 401 so too), or no access
+├── UnknownHostError           421  1   the Host header names no loopback or allowed host (DNS rebinding?)
 ├── ServiceUnavailableError    503  1   the service could not be reached, timed out, or failed
 │   └── StartingError          503  1   the service is up but still loading its engine
 ├── ProviderError              502  1   the optional text provider gave no usable reply
@@ -107,6 +108,14 @@ class AccessDeniedError(AgentMemError):
     status = 403
     label = "not allowed"
     also = (401,)  # no or unknown token
+
+
+class UnknownHostError(AgentMemError):
+    """The request's Host header names neither loopback nor a configured `allowed_hosts` entry."""
+
+    code = "unknown_host"
+    status = 421  # Misdirected Request, as the MCP SDK answers
+    label = "unknown host"
 
 
 class ServiceUnavailableError(AgentMemError):

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from litestar import Litestar, MediaType, Request, Response
+from litestar import Litestar, MediaType, Request, Response, Router
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
@@ -25,6 +25,7 @@ from api import docs, metrics, viewer
 from api.auth import Authenticator, principal
 from api.body import StrictRequest
 from api.deps import memory
+from api.guard import Guard
 from api.routes import admin, consolidation, ingest, lifecycle, memories, search, transfer
 from api.schemas import ErrorDetail, ErrorReply, RebuildStatus
 from api.settings import Settings
@@ -60,7 +61,12 @@ def _validation_error(_: Request, exc: ValidationException) -> Response[ErrorRep
 def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
     if viewer.owns(request.url.path):  # no viewer route matched (404, 405): answer with an HTML page
         return viewer.http_error(request, exc)
-    return _error(exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), exc.detail)
+    message = exc.detail
+    if exc.status_code == 413:
+        limit = request.route_handler.resolve_request_max_body_size()
+        setting = "max_import_bytes" if request.url.path == "/v1/import" else "max_body_bytes"
+        message = f"the request body is larger than this route's limit of {limit} bytes (setting {setting})"
+    return _error(exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), message)
 
 
 def _internal_error(request: Request, exc: Exception) -> Response[ErrorReply]:  # type: ignore[type-arg]
@@ -107,6 +113,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
     """The service over an open Memory. With `owns` (what `serve` does) the app loads the embedding
     model in the background once it listens (see api.startup) and closes `mem` on shutdown; without
     it (tests) the engine is ready at once and the caller closes it."""
+    guard = Guard.of(tokens=bool(settings.tokens), hosts=settings.allowed_hosts, origins=settings.allowed_origins)
     state = State(
         {
             "settings": settings,
@@ -117,6 +124,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             "memory": mem,
             "startup": Startup(),
             "sessions": Sessions(idle_minutes=settings.viewer.idle_minutes),
+            "guard": guard,
         }
     )
 
@@ -167,7 +175,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             search.recall,
             search.context,
             transfer.export,
-            transfer.import_,
+            Router("/", route_handlers=[transfer.import_], request_max_body_size=settings.max_import_bytes),
             ingest.conversation,
             ingest.notes,
             ingest.code,
@@ -181,7 +189,7 @@ def create_app(settings: Settings, *, mem: Memory, owns: bool = False) -> Litest
             HTTPException: _http_error,
             Exception: _internal_error,
         },
-        middleware=[metrics.middleware],
+        middleware=[guard.wrap, metrics.middleware],
         on_startup=[startup],
         on_shutdown=[shutdown],
         state=state,

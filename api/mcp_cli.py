@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentmem.errors import ValidationError
+
+if TYPE_CHECKING:
+    from api.settings import Settings
 
 
 def add_mcp(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -25,21 +28,43 @@ def add_mcp(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
         from api.mcp_backend import load_settings
         from api.mcp_server import build_server
         from api.server import is_loopback
+        from api.settings import load
 
         settings = load_settings(project=args.project, allow=args.allow, agent=args.agent, session=args.session,
                                  url=args.url, token=args.token, data_dir=args.data_dir)  # fmt: skip
-        if args.transport == "http" and not is_loopback(args.host):
-            raise ValidationError(f"refusing to serve MCP over HTTP on {args.host}: it has no authentication of its "
-                                  "own; bind to 127.0.0.1")  # fmt: skip
+        http = None
+        if args.transport == "http":
+            if not is_loopback(args.host):
+                raise ValidationError(f"refusing to serve MCP over HTTP on {args.host}: it has no authentication "
+                                      "of its own; bind to 127.0.0.1")  # fmt: skip
+            http = load()  # allowed_hosts, allowed_origins and the header timeout, as `serve` reads them
         server, scoped = build_server(settings)
         scoped.preload()
         try:
-            if args.transport == "stdio":
+            if http is None:
                 server.run("stdio")
             else:
-                server.run("streamable-http", host=args.host, port=args.port)
+                serve_http(server, args.host, args.port, http)
         finally:
             scoped.close()
         return 0
 
     return {"mcp": run}
+
+
+def serve_http(server: Any, host: str, port: int, settings: Settings) -> None:
+    """The MCP server's streamable HTTP app behind api.guard, as the service is: no tokens here, so
+    every check is on, whatever address it binds (the SDK guards 127.0.0.1, localhost and ::1 only)."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from api.deadline import with_header_timeout
+    from api.guard import Guard
+
+    guard = Guard.of(tokens=False, hosts=settings.allowed_hosts, origins=settings.allowed_origins)
+    # the SDK's own Host/Origin check off: this guard is the one check, with the service's settings
+    app = server.streamable_http_app(
+        host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
+    uvicorn.run(guard.wrap(app), host=host, port=port, log_level="warning",
+                http=with_header_timeout(settings.header_timeout_seconds))  # fmt: skip

@@ -5,7 +5,12 @@ host = "127.0.0.1"
 port = 8420
 data_dir = "/var/lib/agentmem"
 # database_url = "postgresql://agentmem@db.internal/agentmem"  # many nodes on one PostgreSQL (pgvector >= 0.8)
-max_body_bytes = 1048576
+max_body_bytes = 1048576                 # a request body's limit (413 over it)
+max_import_bytes = 67108864              # POST /v1/import's body limit (64 MiB)
+max_ingest_messages = 500                # most messages one POST /v1/ingest/conversation takes
+header_timeout_seconds = 10              # a connection must send a request's headers within this
+allowed_hosts = ["mem.example.com"]      # Host names (or name:port) besides loopback, e.g. behind a proxy
+allowed_origins = ["https://mem.example.com"]  # origins whose pages may call a tokenless server
 sweep_every_minutes = 60                 # the archive sweep inside the server; 0 turns it off
 sweep_max = 10000                        # most memories one sweep archives
 consolidate_every_minutes = 60           # consolidation inside the server; 0 turns it off
@@ -41,7 +46,9 @@ projects = ["shop"]                      # or ["*"] for every project
 ```
 
 Environment: AGENTMEM_HOST, AGENTMEM_PORT, AGENTMEM_DATA_DIR, AGENTMEM_DATABASE_URL, AGENTMEM_CONFIG (the file),
-AGENTMEM_MAX_BODY_BYTES, AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, AGENTMEM_TOKENS =
+AGENTMEM_MAX_BODY_BYTES, AGENTMEM_MAX_IMPORT_BYTES, AGENTMEM_MAX_INGEST_MESSAGES, AGENTMEM_HEADER_TIMEOUT_SECONDS,
+AGENTMEM_ALLOWED_HOSTS and AGENTMEM_ALLOWED_ORIGINS (comma-separated; see api.guard),
+AGENTMEM_SWEEP_EVERY_MINUTES, AGENTMEM_CONSOLIDATE_EVERY_MINUTES, AGENTMEM_TOKENS =
 "name:secret:role:project1,project2;..." (secrets hashed on load, never kept in the clear), and
 AGENTMEM_INGEST_ROOTS = "/abs/dir=project1,project2;..." (added to the file's ingest_roots).
 """
@@ -50,6 +57,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -96,6 +104,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     # PostgreSQL (with pgvector) shared by every node, instead of the data directory's DuckDB file
     database_url: str = ""
     max_body_bytes: int = 1_048_576
+    max_import_bytes: int = 64 * 1024 * 1024  # POST /v1/import's body (an export is about 4 KB a version)
+    max_ingest_messages: int = 500  # most messages one POST /v1/ingest/conversation takes
+    header_timeout_seconds: float = 10.0  # a connection must send a request's headers within this (api.deadline)
+    allowed_hosts: list[str] = []  # Host names (or name:port) served besides loopback ones (api.guard)
+    allowed_origins: list[str] = []  # origins (scheme://host[:port]) whose pages may call a tokenless server
     max_batch: int = 500
     tokens: list[TokenSpec] = []
     sweep_every_minutes: float = 60.0  # the archive sweep inside the server; 0 turns it off
@@ -150,6 +163,19 @@ def _token(raw: dict[str, object], where: str) -> TokenSpec:
     return spec
 
 
+HOST = r"(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?"  # name, IPv4 or [IPv6], and a port or not
+
+
+def _check_hosts(hosts: list[str], origins: list[str]) -> None:
+    """ValidationError unless each host is `name` or `name:port` and each origin `scheme://host[:port]`."""
+    for host in hosts:
+        if not re.fullmatch(HOST, host.lower()):
+            raise ValidationError(f"config: allowed_hosts entry {host!r} is not a host name or host:port")
+    for origin in origins:
+        if not re.fullmatch(f"https?://{HOST}/?", origin.lower()):
+            raise ValidationError(f"config: allowed_origins entry {origin!r} is not an origin like https://host[:port]")
+
+
 def load(config: str | Path | None = None, env: dict[str, str] | None = None) -> Settings:
     """Settings from `config` (or AGENTMEM_CONFIG) overlaid with the environment."""
     env = dict(os.environ if env is None else env)
@@ -170,6 +196,9 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         ("AGENTMEM_DATA_DIR", "data_dir", str),
         ("AGENTMEM_DATABASE_URL", "database_url", str),
         ("AGENTMEM_MAX_BODY_BYTES", "max_body_bytes", int),
+        ("AGENTMEM_MAX_IMPORT_BYTES", "max_import_bytes", int),
+        ("AGENTMEM_MAX_INGEST_MESSAGES", "max_ingest_messages", int),
+        ("AGENTMEM_HEADER_TIMEOUT_SECONDS", "header_timeout_seconds", float),
         ("AGENTMEM_SWEEP_EVERY_MINUTES", "sweep_every_minutes", float),
         ("AGENTMEM_CONSOLIDATE_EVERY_MINUTES", "consolidate_every_minutes", float),
     ):
@@ -178,6 +207,9 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
                 raw[name] = kind(env[key])
             except ValueError:
                 raise ValidationError(f"{key}: expected {kind.__name__}, got {env[key]!r}") from None
+    for key, name in (("AGENTMEM_ALLOWED_HOSTS", "allowed_hosts"), ("AGENTMEM_ALLOWED_ORIGINS", "allowed_origins")):
+        if key in env:
+            raw[name] = [v.strip() for v in env[key].split(",") if v.strip()]
     for n, item in enumerate(filter(None, env.get("AGENTMEM_TOKENS", "").split(";"))):
         parts = item.split(":")
         if len(parts) != 4:
@@ -203,6 +235,12 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
     for name in ("sweep_every_minutes", "consolidate_every_minutes"):
         if not 0 <= getattr(settings, name) <= 525_600:
             raise ValidationError(f"config: {name} must be from 0 (off) to 525600")
+    for name in ("max_body_bytes", "max_import_bytes", "max_ingest_messages"):
+        if getattr(settings, name) < 1:
+            raise ValidationError(f"config: {name} must be at least 1")
+    if not 0 < settings.header_timeout_seconds <= 3600:
+        raise ValidationError("config: header_timeout_seconds must be above 0 and at most 3600")
+    _check_hosts(settings.allowed_hosts, settings.allowed_origins)
     if not 0 < settings.viewer.idle_minutes <= 525_600:
         raise ValidationError("config: viewer.idle_minutes must be above 0 and at most 525600")
     for i, root in enumerate(settings.ingest_roots):

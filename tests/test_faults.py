@@ -58,7 +58,7 @@ def test_model_down_degrades_to_bm25_and_recovers(client: TestClient, flaky: Fla
     body = r.json()
     assert body["hits"][0]["memory"]["content"].startswith("The invoices")  # BM25 still answers
     assert body["hits"][0]["parts"]["vector_rank"] is None and "BM25 only" in body["degraded"][0]
-    ready = client.get("/ready").json()
+    ready = client.get("/ready", headers=auth("admin")).json()
     assert ready["degraded"] and "injected fault" in ready["degraded"][0]
     # as_of answers from DuckDB by the query's words, and says so too
     past = {"query": "where are the invoices stored", "as_of": "2100-01-01T00:00:00Z"}
@@ -78,7 +78,7 @@ def test_model_down_degrades_to_bm25_and_recovers(client: TestClient, flaky: Fla
     flaky.down = False  # the fault clears: the next call works and the flag goes
     r = client.post("/v1/recall", json={"query": "where do invoices live"}, headers=auth("read"))
     assert r.json()["degraded"] == [] and r.json()["hits"][0]["parts"]["vector_rank"] is not None
-    assert client.get("/ready").json()["degraded"] == []
+    assert client.get("/ready", headers=auth("admin")).json()["degraded"] == []
 
 
 def test_full_index_disk_keeps_writes_and_recovers(client: TestClient, monkeypatch) -> None:  # type: ignore[no-untyped-def,type-arg]
@@ -92,13 +92,13 @@ def test_full_index_disk_keeps_writes_and_recovers(client: TestClient, monkeypat
     monkeypatch.setattr(BM25Index, "apply", full)
     new = remember(client, "The release train leaves on Thursdays", key="train")  # acknowledged: it is in DuckDB
     assert new["outcome"] == "superseded"
-    ready = client.get("/ready")
+    ready = client.get("/ready", headers=auth("admin"))
     assert ready.status_code == 503 and ready.json()["index_stale"] is True
     hits = client.post("/v1/recall", json={"query": "release train leaves"}, headers=auth("read")).json()["hits"]
     assert old not in [h["memory"]["id"] for h in hits]  # the stale index never serves the dead version
     monkeypatch.setattr(BM25Index, "apply", real_apply)  # space again
     client.post("/v1/recall", json={"query": "release train"}, headers=auth("read"))  # the next call replays
-    assert client.get("/ready").status_code == 200
+    assert client.get("/ready", headers=auth("admin")).status_code == 200
     assert mem.check().ok and new["memory"]["id"] in mem.indexes.bm25.ids()
 
 
@@ -111,7 +111,7 @@ def test_outbox_entry_for_a_memory_deleted_since(client: TestClient, monkeypatch
     r = client.post("/v1/delete", json={"ids": [gone], "reason": "test"}, headers=auth("admin"))
     assert r.status_code == 200
     assert mem.check().ok and gone not in mem.indexes.bm25.ids() and gone not in mem.indexes.vectors.ids()
-    assert client.get("/ready").status_code == 200
+    assert client.get("/ready", headers=auth("admin")).status_code == 200
 
 
 @pytest.mark.parametrize("depth", [100, 10_000])

@@ -24,7 +24,8 @@ def test_no_generated_request_gets_a_5xx(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "d", embedder=FakeEmbedder())
     for i in range(5):
         mem.remember(f"seed memory number {i} about the shop backend", project="default", key=f"k{i % 3}")
-    env = {"AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0"}
+    env = {"AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0",
+           "AGENTMEM_ALLOWED_HOSTS": "testserver"}  # the name schemathesis calls the app by  # fmt: skip
     app = create_app(load(env=env), mem=mem)  # an open loopback server: every caller is admin
     schema = schemathesis.openapi.from_asgi("/docs/openapi.json", app)
     failures: list[str] = []
@@ -68,6 +69,7 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=6,
 )  # fmt: skip
+NDJSON = "application/x-ndjson"
 FIELDS = sorted({*BASE_LINE, "superseded_by", "valid_to", "expires_at", "title", "triple", "pinned", "colour"})
 
 
@@ -78,7 +80,7 @@ def app_and_memory(tmp_path: Path):  # type: ignore[no-untyped-def]
     mem = Memory(tmp_path / "d", embedder=FakeEmbedder())
     mem.remember("A memory already stored", project="default", key="held.key")
     env = {"AGENTMEM_SWEEP_EVERY_MINUTES": "0", "AGENTMEM_CONSOLIDATE_EVERY_MINUTES": "0"}
-    with TestClient(create_app(load(env=env), mem=mem)) as client:
+    with TestClient(create_app(load(env=env), mem=mem), base_url="http://127.0.0.1") as client:
         yield client, mem
     mem.close()
 
@@ -98,7 +100,7 @@ def test_fuzzed_import_lines_are_refused_whole_or_keep_the_invariants(app_and_me
             lines.append(json.dumps({"type": "memory", "memory": {**BASE_LINE, "id": start + 1,
                                                                   "lineage_id": start + 1, "key": None}}))  # fmt: skip
         before = mem.stats().versions
-        r = client.post("/v1/import", content="\n".join(lines).encode())
+        r = client.post("/v1/import", content="\n".join(lines).encode(), headers={"content-type": NDJSON})
         seen[r.status_code] += 1
         assert r.status_code < 500, r.text
         if r.status_code >= 400:
@@ -171,6 +173,62 @@ def test_a_non_json_number_token_is_a_400(app_and_memory, path: str, token: str)
         assert r.status_code == 400, (field, token, r.text)
         assert r.json()["error"]["message"], r.text
         assert mem.stats().versions == before
+
+
+# -- the request guard of a tokenless server (issue 34) -------------------------------------
+
+GUARD_HEADERS = st.fixed_dictionaries(
+    {"Host": st.sampled_from(["127.0.0.1", "localhost:8420", "[::1]:8420", "127.0.0.9"])
+     | st.sampled_from(["evil.example", "127.0.0.1.evil.example", "0.0.0.0", "localhost.evil.example:8420"])},
+    optional={
+        "Origin": st.sampled_from(["http://127.0.0.1", "http://localhost:8420", "http://127.0.0.1:9", "null",
+                                   "https://evil.example", "http://[::1]:8420"]),
+        "Sec-Fetch-Site": st.sampled_from(["same-origin", "same-site", "cross-site", "none"]),
+        "Sec-Fetch-Mode": st.sampled_from(["navigate", "cors", "no-cors"]),
+        "Content-Type": st.sampled_from(["application/json", "application/json; charset=utf-8", "APPLICATION/JSON",
+                                         "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]),
+    },
+)  # fmt: skip
+
+
+def _expected(method: str, h: dict[str, str]) -> int | None:
+    """The guard's answer to these headers (None: let through), worked out apart from api.guard."""
+    name = h["Host"].rsplit(":", 1)[0] if not h["Host"].endswith("]") else h["Host"]
+    if name.strip("[]") not in ("127.0.0.1", "localhost", "::1", "127.0.0.9"):
+        return 421
+    origin = h.get("Origin")
+    site = h.get("Sec-Fetch-Site", "none")
+    navigates = method == "GET" and h.get("Sec-Fetch-Mode") == "navigate"
+    if origin is not None and origin != f"http://{h['Host']}":
+        return 403
+    if site not in ("same-origin", "none") and not navigates:
+        return 403
+    if method == "POST" and h.get("Content-Type", "").split(";")[0].lower() != "application/json":
+        return 400
+    return None
+
+
+def test_the_guard_lets_through_exactly_the_same_origin_requests(app_and_memory) -> None:  # type: ignore[no-untyped-def]
+    client, mem = app_and_memory
+    seen: Counter[int] = Counter()
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(headers=GUARD_HEADERS, write=st.booleans())
+    def check(headers: dict[str, str], write: bool) -> None:
+        before = mem.stats().versions
+        body = json.dumps({"content": f"a fact written number {before}", "project": "default"}).encode()
+        r = (client.post("/v1/memories", content=body, headers=headers) if write
+             else client.get("/v1/memories", params={"project": "default"}, headers=headers))  # fmt: skip
+        expected = _expected("POST" if write else "GET", headers)
+        seen[r.status_code] += 1
+        if expected is None:
+            assert r.status_code in (200, 201), (headers, r.text)
+        else:
+            assert r.status_code == expected, (headers, r.text)
+            assert "already stored" not in r.text and mem.stats().versions == before
+
+    check()
+    assert all(seen[s] > 0 for s in (200, 201, 400, 403, 421)), seen
 
 
 pytestmark = pytest.mark.slow

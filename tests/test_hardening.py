@@ -103,7 +103,7 @@ def test_any_index_error_after_commit_acknowledges_the_write(memory: Memory, mon
 
 
 def test_http_bad_numbers_and_times_are_4xx(memory: Memory) -> None:
-    with TestClient(create_app(load(env={}), mem=memory)) as c:
+    with TestClient(create_app(load(env={}), mem=memory), base_url="http://127.0.0.1") as c:
         c.post("/v1/memories", json={"content": "The API port is 8080", "project": "p", "key": "port"})
         assert c.get("/v1/memories/" + "9" * 40).status_code == 404
         assert c.get("/v1/memories", params={"cursor": "9" * 40}).status_code == 400

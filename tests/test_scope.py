@@ -84,6 +84,9 @@ def test_a_project_token_sees_only_its_projects_figures(served: Server) -> None:
         assert gauges(whole)["agentmem_current_memories"] == 5 and "agentmem_requests_total{" in whole
 
         assert c.post("/v1/check", headers=auth("alpha")).status_code == 403  # every project's index ids
+        for headers in ({}, auth("alpha"), auth("beta")):  # /ready: outbox lag counts every project's writes
+            assert c.get("/ready", headers=headers).json() == {"ready": True, "state": "ready"}
+        assert c.get("/ready", headers=auth("root")).json()["outbox_lag"] == 0
         page = c.get("/ui/p/beta/stats", headers=auth("beta")).text
         assert "2 / 2 of 2 current" in page
 

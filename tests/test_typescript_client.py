@@ -42,7 +42,7 @@ def node() -> None:
 
 
 def live_schema(memory: Memory) -> dict[str, Any]:
-    with TestClient(create_app(load(env={}), mem=memory)) as c:
+    with TestClient(create_app(load(env={}), mem=memory), base_url="http://127.0.0.1") as c:
         return c.get("/docs/openapi.json").json()  # type: ignore[no-any-return]
 
 

@@ -28,5 +28,5 @@ def test_the_version_is_written_once() -> None:
 
 def test_metadata_and_openapi_say_the_same(memory: Memory) -> None:
     assert metadata.version("agentmem") == agentmem.__version__, "reinstall: pip install -e ."
-    with TestClient(create_app(load(env={}), mem=memory)) as c:
+    with TestClient(create_app(load(env={}), mem=memory), base_url="http://127.0.0.1") as c:
         assert c.get("/docs/openapi.json").json()["info"]["version"] == agentmem.__version__

@@ -216,7 +216,7 @@ def test_archive_and_restore(client: TestClient, seeded: Memory) -> None:  # typ
 
 def test_open_server_needs_no_sign_in(memory: Memory) -> None:
     memory.remember(NewMemory(content="loopback only", project="solo"))
-    with TestClient(create_app(load(env={}), mem=memory)) as c:
+    with TestClient(create_app(load(env={}), mem=memory), base_url="http://127.0.0.1") as c:
         assert c.get("/ui/login", follow_redirects=False).status_code in (302, 307)
         assert "loopback only" in c.get("/ui/p/solo/").text
         r = c.post("/ui/p/solo/remember", data={"content": "no csrf"})

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import msgspec
 from anyio.to_thread import run_sync as run
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.datastructures import State
+from litestar.exceptions import NotAuthorizedException
 from litestar.params import FromQuery, JSONBody
 
 from agentmem import Memory, Stats
@@ -24,13 +25,15 @@ class Health(msgspec.Struct, frozen=True):
     status: str
 
 
-class Readiness(msgspec.Struct, frozen=True, kw_only=True):
+class Readiness(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Readiness; the rest (whole-service figures) only for an admin token of every project, or with no tokens."""
+
     ready: bool
-    state: str = "ready"  # "starting" while the engine loads the embedding model (see api.startup)
-    outbox_lag: int
-    index_stale: bool
-    rebuild: str
-    degraded: list[str] = []  # serving, but without something (e.g. vector search while the model is down)
+    state: str  # "ready", or "starting" while the engine loads the embedding model (see api.startup)
+    outbox_lag: int | None = None
+    index_stale: bool | None = None
+    rebuild: str | None = None
+    degraded: list[str] | None = None  # serving, but without something (e.g. vector search while the model is down)
     reembedding: Reembedding | None = None  # a change of model under way (the old model serves meanwhile)
 
 
@@ -40,17 +43,26 @@ def health() -> Health:
 
 
 @get("/ready", summary="Readiness: engine loaded, indexes caught up with the store (no token needed)")
-async def ready(state: State) -> Response[Readiness]:
-    """503 with state `starting` while the model loads, and while the indexes lag behind the store."""
+async def ready(request: Request, state: State) -> Response[Readiness]:  # type: ignore[type-arg]
+    """503 with state `starting` while the model loads, and while the indexes lag behind the store.
+    The figures behind it (outbox lag, staleness, rebuild, degraded parts, a re-embedding) count
+    every project's writes: they come only with an admin token of every project (or no tokens)."""
     mem: Memory = state.memory
     startup: Startup = state.startup
     lag = await run(mem.indexes.lag)
     stale = mem.index_stale
-    body = Readiness(
-        ready=startup.is_ready and lag == 0 and not stale, state=startup.state, outbox_lag=lag,
-        index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded, reembedding=mem.engine.reembedding,
-    )
-    return Response(body, status_code=200 if body.ready else 503)
+    ok = startup.is_ready and lag == 0 and not stale
+    try:
+        who = state.auth(request.headers.get("authorization"))
+    except NotAuthorizedException:  # no or unknown token: readiness alone
+        who = None
+    body = Readiness(ready=ok, state=startup.state)
+    if who is not None and who.can("admin") and who.all_projects:
+        body = msgspec.structs.replace(
+            body, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded,
+            reembedding=mem.engine.reembedding,
+        )  # fmt: skip
+    return Response(body, status_code=200 if ok else 503)
 
 
 @get("/v1/stats", sync_to_thread=True, summary="Counts over the caller's projects and the indexes")

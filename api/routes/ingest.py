@@ -42,13 +42,20 @@ def _readable(settings: Settings, who: Principal, path: str, project: str | None
 
 
 @post("/v1/ingest/conversation", status_code=200, summary="Admit memories from a conversation")
-async def conversation(data: JSONBody[IngestConversationRequest], who: Who, mem: Mem) -> ScanReport:
+async def conversation(data: JSONBody[IngestConversationRequest], who: Who, mem: Mem, state: State) -> ScanReport:
     """Proposes candidate claims from the user (and, with `include_assistant`, assistant) turns;
     the admission policy admits or rejects each with a reason. Admitted ones go through remember
     (repeats reinforce, changes supersede) with the session and message as provenance. `dry_run`
-    admits nothing and lists what would be admitted and what was rejected. Every scan is audited."""
+    admits nothing and lists what would be admitted and what was rejected. Every scan is audited.
+    At most `max_ingest_messages` messages a request (over it: 400, and nothing is written)."""
     who.require("write")
     project = who.project(data.project)
+    cap = state.settings.max_ingest_messages
+    if len(data.messages) > cap:
+        raise ValidationError(
+            f"messages: {len(data.messages)} is more than the {cap} one request may hold (setting "
+            "max_ingest_messages): send the conversation in parts"
+        )
     return await run(
         lambda: mem.ingest_conversation(
             data.messages,

@@ -14,8 +14,6 @@ from agentmem.transfer import import_lines, parse_lines
 from api.deps import Mem, Who
 from api.schemas import ImportReply
 
-IMPORT_MAX_BYTES = 512 * 1024 * 1024
-
 
 @get("/v1/export", summary="Export versions, embeddings and links as JSON Lines")
 async def export(
@@ -26,7 +24,7 @@ async def export(
     return Stream(mem.export_lines(projects), media_type="application/x-ndjson")
 
 
-@post("/v1/import", request_max_body_size=IMPORT_MAX_BYTES, summary="Import a JSON Lines export")
+@post("/v1/import", summary="Import a JSON Lines export")  # its body limit: max_import_bytes (api.app)
 async def import_(request: Request, who: Who, mem: Mem) -> ImportReply:  # type: ignore[type-arg]
     """Loads an export in one transaction; every version must belong to the token's projects
     and no id may be in use already."""

@@ -18,13 +18,13 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 import msgspec
 from litestar import Request
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 
 from api.auth import LOCAL, Authenticator, Principal
+from api.guard import Guard
 
 COOKIE = "agentmem_ui"
 _SECRET = secrets.token_bytes(32)  # forms from before a restart need a reload
@@ -105,12 +105,11 @@ def viewer(request: Request) -> Viewer:  # type: ignore[type-arg]
 
 
 def same_origin(request: Request) -> None:  # type: ignore[type-arg]
-    """403 for a form posted from another site (Origin or Sec-Fetch-Site say so)."""
-    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
-        raise PermissionDeniedException("this form was posted from another site")
-    origin = request.headers.get("origin")
-    if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host", ""):
-        raise PermissionDeniedException("this form was posted from another origin")
+    """403 for a form posted from another site (Origin or Sec-Fetch-Site say so; see api.guard)."""
+    guard: Guard = request.app.state.guard
+    why = guard.foreign(request.method, request.headers)
+    if why:
+        raise PermissionDeniedException(f"this form was posted from another site ({why})")
 
 
 def check_form(request: Request, v: Viewer, form_csrf: str | None) -> None:  # type: ignore[type-arg]

@@ -31,6 +31,8 @@ export interface paths {
         /**
          * Readiness: engine loaded, indexes caught up with the store (no token needed)
          * @description 503 with state `starting` while the model loads, and while the indexes lag behind the store.
+         *     The figures behind it (outbox lag, staleness, rebuild, degraded parts, a re-embedding) count
+         *     every project's writes: they come only with an admin token of every project (or no tokens).
          */
         get: operations["ReadyReady"];
         put?: never;
@@ -512,6 +514,7 @@ export interface paths {
          *     the admission policy admits or rejects each with a reason. Admitted ones go through remember
          *     (repeats reinforce, changes supersede) with the session and message as provenance. `dry_run`
          *     admits nothing and lists what would be admitted and what was rejected. Every scan is audited.
+         *     At most `max_ingest_messages` messages a request (over it: 400, and nothing is written).
          */
         post: operations["V1IngestConversationConversation"];
         delete?: never;
@@ -1033,12 +1036,11 @@ export interface components {
         /** Readiness */
         Readiness: {
             ready: boolean;
-            /** @default ready */
-            state?: string;
-            outbox_lag: number;
-            index_stale: boolean;
-            rebuild: string;
-            degraded?: string[];
+            state: string;
+            outbox_lag?: number | null;
+            index_stale?: boolean | null;
+            rebuild?: string | null;
+            degraded?: string[] | null;
             reembedding?: components["schemas"]["Reembedding"] | null;
         };
         /** RebuildRequest */
