@@ -245,8 +245,7 @@ class Client:
             if r.status_code >= 400:
                 r.read()
                 self._call("GET", "/v1/export", params=params)  # raises the mapped error
-            for line in r.iter_lines():
-                yield line.encode() + b"\n"
+            yield from ndjson_lines(r.iter_bytes())
 
     def import_lines(self, lines: Iterable[bytes | str]) -> int:
         body = b"".join((x.encode() if isinstance(x, str) else x).rstrip(b"\n") + b"\n" for x in lines)
@@ -358,6 +357,17 @@ class Client:
             return self._http.get("/health").status_code == 200
         except httpx.HTTPError:
             return False
+
+
+def ndjson_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """JSON Lines from a byte stream, each ending in b"\\n", split on b"\\n" alone: U+2028, U+2029 and
+    U+0085 inside a text are not line ends (httpx's `iter_lines` splits on them)."""
+    rest = b""
+    for chunk in chunks:
+        *lines, rest = (rest + chunk).split(b"\n")
+        yield from (line + b"\n" for line in lines)
+    if rest:
+        yield rest + b"\n"
 
 
 def _given(body: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -117,6 +117,7 @@ class Engine:
         self.database_url = database_url
         self.reembedding: Reembedding | None = None
         self._embedded: set[int] = set()
+        self._held: set[int] = set()
         self._reembed_thread: threading.Thread | None = None
         self._access: Counter[int] = Counter()
         self._access_lock = threading.Lock()
@@ -160,6 +161,7 @@ class Engine:
             # which contents have a stored vector: a new text skips the store lookup and the
             # insert's existence check (kept in step by _commit, under the writer)
             self._embedded = {_hash_key(h) for h in self.store.embedded_hashes(self.model)}
+            self._held = {_held_key(p, h) for p, h in self.store.held_embedded(self.model)}
             if database_url:
                 self.indexes = postgres.PgIndexes(pg)
             else:
@@ -274,6 +276,9 @@ class Engine:
                 self._access.update(accesses)  # advisory counts: tried again with the next commit
             raise
         self._embedded.update(_hash_key(h) for h in c.embeddings)
+        self._held.update(_held_key(v.project, h) for v in c.inserts.values() if (h := v.content_hash) in w.vectors)
+        for e in c.erasures:  # an erased text is no longer held (its vector may be gone, or another's)
+            self._held.difference_update(_held_key(p, h) for p in {p for p, _ in e.lineages} for h in e.hashes)
         if s.shared:
             return  # the database's current versions and search changed in the transaction
         self.live.apply(c.gone, c.added)
@@ -344,22 +349,25 @@ class Engine:
         embedder = self._queries  # read once: a change of model swaps it
         return embed_query(embedder, text), embedder.name
 
-    def vector_for(self, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
-        """The vector of this content, and whether the store has it already (else it is embedded
-        now, outside the writer)."""
-        found = self.store.vector(content_hash, self.model) if _hash_key(content_hash) in self._embedded else None
+    def vector_for(self, project: str, content: str, content_hash: str) -> tuple[np.ndarray, bool]:
+        """The vector of this content for a write to `project`, and whether it is stored already
+        (see `held_vectors`; else it is embedded now, outside the writer)."""
+        found = None
+        if self._holds(project, content_hash):
+            found = self.store.vector(content_hash, self.model, project=project)
         if found is not None:
             return found, True
         return self.embed([content])[0], False
 
-    def vectors_for(self, contents: dict[str, str]) -> dict[str, np.ndarray]:
-        """Vectors by content hash for `contents` (hash -> text): stored ones, the rest embedded."""
-        found = self.store.vectors(list(contents), self.model)
-        todo = [h for h in contents if h not in found]
-        for start in range(0, len(todo), 256):
-            chunk = todo[start : start + 256]
-            found.update(zip(chunk, self.embed([contents[h] for h in chunk]), strict=True))
-        return found
+    def held_vectors(self, project: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """Stored vectors, by content hash, of the texts `project` itself holds. A text that only
+        another project holds is embedded again: neither the vector a write gets nor how long it
+        takes tells one project what another stores (a vector is never reused across projects)."""
+        mine = [h for h in dict.fromkeys(hashes) if self._holds(project, h)]
+        return self.store.vectors(mine, self.model, project=project) if mine else {}
+
+    def _holds(self, project: str, content_hash: str) -> bool:
+        return _held_key(project, content_hash) in self._held
 
     # -- a change of model -------------------------------------------------------------
 
@@ -460,6 +468,7 @@ class Engine:
             self._batcher = EmbedBatcher(target)
             self._queries = target
             self._embedded = {_hash_key(h) for h in self.store.embedded_hashes(target.name)}
+            self._held = {_held_key(p, h) for p, h in self.store.held_embedded(target.name)}
 
     # -- reading -----------------------------------------------------------------------
 
@@ -609,3 +618,8 @@ def _hash_key(content_hash: str) -> int:
     """A content hash as a machine-word int (Python's own string hash: the set lives in this
     process only): the set of stored ones stays small, and a collision only costs a store lookup."""
     return hash(content_hash)
+
+
+def _held_key(project: str, content_hash: str) -> int:
+    """`_hash_key` of a text held by one project."""
+    return hash((project, content_hash))

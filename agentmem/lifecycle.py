@@ -148,7 +148,7 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
     ):
         raise ValidationError(f"ttl_days: expected more than 0 and at most 36500, got {ttl_days!r}")
     m = engine.get(memory_id)
-    vector, stored = engine.vector_for(m.content, m.content_hash)
+    vector, stored = engine.vector_for(m.project, m.content, m.content_hash)
 
     def job(w: Write) -> MemoryVersion:  # run again if another node changed the memory meanwhile
         v = engine.get(memory_id)

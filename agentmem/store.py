@@ -436,6 +436,16 @@ class StoreOfRecord(ABC):
         rows = self._rows("SELECT content_hash FROM embeddings WHERE model = ?", [model])
         return [r[0] for r in rows]
 
+    def held_embedded(self, model: str) -> list[tuple[str, str]]:
+        """(project, content hash) of each text a version that is not erased holds, with a stored
+        `model` embedding."""
+        rows = self._rows(
+            "SELECT DISTINCT m.project, m.content_hash FROM memories m JOIN embeddings e "
+            "ON e.content_hash = m.content_hash AND e.model = ? WHERE m.status <> 'deleted'",
+            [model],
+        )
+        return [(r[0], r[1]) for r in rows]
+
     def embedded(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> set[str]:
         """Which of these content hashes have a stored `model` embedding (in `project`, where a
         store keeps embeddings per project; the embedded store shares them)."""
@@ -464,8 +474,8 @@ class StoreOfRecord(ABC):
     def has_embedding(self, content_hash: str, model: str) -> bool:
         return bool(self._rows("SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model]))
 
-    def vector(self, content_hash: str, model: str) -> np.ndarray | None:
-        """One stored embedding, or None."""
+    def vector(self, content_hash: str, model: str, *, project: str | None = None) -> np.ndarray | None:
+        """One stored embedding, or None; `project` as in `embedded`."""
         rows = self._rows("SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])
         return np.asarray(rows[0][0], dtype=np.float32) if rows else None
 

@@ -213,20 +213,24 @@ def _check_lineage(lineage_id: int, chain: list[MemoryVersion]) -> None:
 
 
 @gated
-def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddings: bool = True) -> int:
+def import_lines(
+    engine: Engine, lines: Iterable[bytes | str], *, trusted: bool = True, importer: str | None = None
+) -> int:
     """Load an export into the store in one transaction; ids must not be in use. Returns versions read.
 
-    Content hashes are always recomputed. With `trust_embeddings=False` (imports from tokens that
-    are not admins) the file's vectors are ignored and the content is embedded here, so nobody can
-    plant a vector that another project's identical text would later reuse.
+    Content hashes are always recomputed. Only a `trusted` import (the store's owner, or an admin
+    token of every project) keeps the file's vectors and its audit entries of no single project;
+    any other has its content embedded here, so nobody can plant the vector a text is searched by.
+    With `importer` (the token's name), each audit entry of the file is written as that importer's,
+    marked as imported, its own actor kept in `details` (see `_check_audit`).
     """
     audit: list[AuditEntry] = []
     header, versions, links = parse_lines(lines, engine.config, audit)
     _check_graph(versions, links, engine.clock())
-    entries = _check_audit(audit, versions, engine.config, trusted=trust_embeddings)
+    entries = _check_audit(audit, versions, engine.config, trusted=trusted, importer=importer)
     ids = [v.memory.id for v in versions]
     store, embedder = engine.store, engine.embedder
-    use_file = trust_embeddings and header is not None and header.model == embedder.name and header.dim == embedder.dim
+    use_file = trusted and header is not None and header.model == embedder.name and header.dim == embedder.dim
     inserted = [  # a tombstone keeps no hash (as a governance delete leaves it)
         msgspec.structs.replace(v.memory, content_hash=sha256(v.memory.content) if v.memory.status != "deleted" else "")
         for v in versions
@@ -235,18 +239,11 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
     if use_file:
         for v, line in zip(inserted, versions, strict=True):
             if line.embedding is not None:
-                vectors.setdefault(v.content_hash, np.asarray(line.embedding, dtype=np.float32))
-    if any(vec.shape != (embedder.dim,) for vec in vectors.values()):
-        raise ValidationError(f"embeddings in the file are not all {embedder.dim}-dimensional")
-    stored: set[tuple[str, str]] = set()  # (project, hash): PostgreSQL keeps vectors per project
-    for project in sorted({v.project for v in inserted}):
-        hashes = list({v.content_hash for v in inserted if v.project == project})
-        stored.update((project, h) for h in store.embedded(hashes, embedder.name, project=project))
-    missing = {
-        v.content_hash: v.content
-        for v in inserted
-        if v.status != "deleted" and v.content_hash not in vectors and (v.project, v.content_hash) not in stored
-    }
+                vectors.setdefault(v.content_hash, _vector(v.id, line.embedding, embedder.dim))
+    for project in sorted({v.project for v in inserted}):  # each project's own stored vectors only
+        held = engine.held_vectors(project, [v.content_hash for v in inserted if v.project == project])
+        vectors.update((h, vec) for h, vec in held.items() if h not in vectors)
+    missing = {v.content_hash: v.content for v in inserted if v.status != "deleted" and v.content_hash not in vectors}
     todo = list(missing.items())
     bar = tqdm(total=len(todo), desc="embed", unit="memory", disable=not sys.stderr.isatty(), leave=False)
     try:
@@ -269,12 +266,24 @@ def import_lines(engine: Engine, lines: Iterable[bytes | str], *, trust_embeddin
     return len(versions)
 
 
+def _vector(memory_id: int, values: list[float], dim: int) -> np.ndarray:
+    """A file's embedding as stored: `dim` float32 numbers, each finite (1e300 is not)."""
+    with np.errstate(over="ignore"):
+        vec = np.asarray(values, dtype=np.float32)
+    if vec.shape != (dim,):
+        raise ValidationError(f"memory {memory_id}: its embedding is not {dim}-dimensional")
+    if not np.isfinite(vec).all():
+        raise ValidationError(f"memory {memory_id}: its embedding holds a number that is not finite in float32")
+    return vec
+
+
 def _check_audit(
-    entries: list[AuditEntry], versions: list[VersionLine], config: Config, *, trusted: bool
+    entries: list[AuditEntry], versions: list[VersionLine], config: Config, *, trusted: bool, importer: str | None
 ) -> list[AuditEntry]:
     """The file's audit entries as they are written: each of a project of the file (one that
-    spans projects only in a trusted import: an admin's), its memory and lineage ids among the
-    file's. They get new ids of this store, in the file's order."""
+    spans projects only in a trusted import), its memory and lineage ids among the file's. They
+    get new ids of this store, in the file's order. With `importer`, each is the importer's:
+    `actor` is the importer, and `details` say it was imported and who the file named."""
     projects = {v.memory.project for v in versions}
     ids = {v.memory.id for v in versions}
     out = []
@@ -290,7 +299,11 @@ def _check_audit(
         validate.name(e.action, "action", config, required=True)
         validate.name(e.actor, "actor", config, required=True)
         validate.utc(e.created_at, "created_at")
-        if isinstance(e.affected, bool) or not 0 <= e.affected <= MAX_ID:
+        if isinstance(e.affected, bool) or not 0 <= e.affected <= validate.MAX_COUNT:
             raise ValidationError(f"{where}: affected {e.affected!r} is out of range")
+        if importer is not None:
+            e = msgspec.structs.replace(
+                e, actor=importer, details={**e.details, "imported": True, "imported_actor": e.actor}
+            )
         out.append(e)
     return [msgspec.structs.replace(e, id=0) for e in sorted(out, key=lambda e: e.id)]

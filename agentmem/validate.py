@@ -6,6 +6,7 @@ import math
 import unicodedata
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -17,6 +18,7 @@ from agentmem.records import MAX_ID, MemoryVersion, NewMemory, Triple
 
 YEARS = (1, 9999)  # every year a datetime can hold: facts have histories ("the treaty took effect in 1815")
 RECORDED_FROM = datetime(1970, 1, 1, tzinfo=UTC)  # times agentmem itself recorded (created_at, ...) are not older
+MAX_COUNT = 2**31 - 1  # a version number or a count (reinforcements, accesses): a 32-bit column in both stores
 
 
 def utc(value: datetime | str | None, field: str) -> datetime | None:
@@ -34,8 +36,10 @@ def utc(value: datetime | str | None, field: str) -> datetime | None:
         value = value.replace(tzinfo=UTC)
     try:
         value = value.astimezone(UTC)
-    except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is in year 0 in UTC
-        raise ValidationError(f"{field}: {value.isoformat()} is before year {YEARS[0]} in UTC") from None
+    except OverflowError:  # 0001-01-01T00:00+05:00 is in year 0 in UTC, 9999-12-31T23:00-05:00 in year 10000
+        offset = value.utcoffset()
+        side = f"before year {YEARS[0]}" if offset and offset > timedelta(0) else f"after year {YEARS[1]}"
+        raise ValidationError(f"{field}: {value.isoformat()} is {side} in UTC") from None
     if not YEARS[0] <= value.year <= YEARS[1]:
         raise ValidationError(f"{field}: year {value.year} is out of range ({YEARS[0]} to {YEARS[1]})")
     return value
@@ -44,6 +48,9 @@ def utc(value: datetime | str | None, field: str) -> datetime | None:
 def _visible(value: str) -> bool:
     """Whether any character shows: not only spaces, controls and zero-width format characters."""
     return any(unicodedata.category(c) not in ("Cc", "Cf", "Zs", "Zl", "Zp") for c in value)
+
+
+BREAKS = ("Cc", "Zl", "Zp")  # controls (C0, DEL, C1 such as U+0085) and U+2028, U+2029
 
 
 def name(value: str | None, field: str, config: Config, *, required: bool = False) -> str | None:
@@ -59,8 +66,8 @@ def name(value: str | None, field: str, config: Config, *, required: bool = Fals
         raise ValidationError(f"{field} {'is required and ' if required else ''}may not be empty")
     if len(value) > config.max_name_chars:
         raise ValidationError(f"{field}: at most {config.max_name_chars} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise ValidationError(f"{field}: control characters are not allowed")
+    if any(unicodedata.category(c) in BREAKS for c in value):
+        raise ValidationError(f"{field}: control characters and line or paragraph separators are not allowed")
     return value
 
 
@@ -74,6 +81,13 @@ def content(value: str, config: Config, field: str = "content") -> str:
         raise ValidationError(f"{field} may not be empty (it has no visible character)")
     if len(value) > config.max_content_chars:
         raise ValidationError(f"{field}: {len(value)} characters, at most {config.max_content_chars} allowed")
+    return value
+
+
+def path(value: str | Path, field: str = "path") -> str | Path:
+    """A path to read: no NUL character (the operating system cannot name one)."""
+    if "\x00" in str(value):
+        raise ValidationError(f"{field}: NUL characters are not allowed in a path")
     return value
 
 
@@ -167,7 +181,7 @@ def version(v: MemoryVersion, config: Config) -> MemoryVersion:
             memory_id(getattr(v, field), field)
     for field in ("version", "reinforcements", "accesses"):
         n = getattr(v, field)
-        if isinstance(n, bool) or not isinstance(n, int) or not (1 if field == "version" else 0) <= n <= MAX_ID:
+        if isinstance(n, bool) or not isinstance(n, int) or not (1 if field == "version" else 0) <= n <= MAX_COUNT:
             raise ValidationError(f"{field}: {n!r} is out of range")
     sim = v.supersede_similarity
     if sim is not None and (not isinstance(sim, int | float) or not -1.0 <= sim <= 1.0):

@@ -17,7 +17,7 @@ import numpy as np
 from agentmem import adjudicate, claims, validate
 from agentmem.audit import AuditEntry
 from agentmem.engine import Engine, gated
-from agentmem.errors import ValidationError
+from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforcement
@@ -52,7 +52,7 @@ def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:
     nothing and hands them back; the model is asked here, outside the writer, and a second job
     decides again and applies its rulings (`agentmem.adjudicate`)."""
     content_hash = sha256(new.content)
-    vector, stored = engine.vector_for(new.content, content_hash)
+    vector, stored = engine.vector_for(new.project or "", new.content, content_hash)
     judge = engine.provider if engine.provider is not None and engine.provider.config.adjudicate else None
     asked: list[tuple[adjudicate.Pending, list[adjudicate.Verdict]]] = []
 
@@ -187,12 +187,12 @@ def revise(
         raise ValidationError("project: a new version stays in its lineage's project; remember it there instead")
     new = _revised(engine, old, content, changes)
     content_hash = sha256(new.content)
-    vector, stored = engine.vector_for(new.content, content_hash)
+    vector, stored = engine.vector_for(old.project, new.content, content_hash)
 
     def job(w: Write) -> RememberResult:
         current = w.get(old.id)
         if current is None:
-            raise ValidationError(f"memory {memory_id} is not the current version any more; revise the latest")
+            raise ConflictError(f"memory {memory_id} is not the current version any more; revise the latest")
         w.embedding(content_hash, vector, stored=stored)
         version = w.insert(new, content_hash=content_hash, replaces=current)
         sim = round(jaccard(token_set(new.content), token_set(current.content)), 4)
@@ -206,7 +206,7 @@ def revise(
 
 def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str, Any]) -> NewMemory:
     if not old.is_latest or old.status != "active":
-        raise ValidationError(f"memory {old.id} is {old.status}, not the current version; revise the latest")
+        raise ConflictError(f"memory {old.id} is {old.status}, not the current version; revise the latest")
     base = {f: getattr(old, f) for f in NewMemory.__struct_fields__ if hasattr(old, f)}
     base.update(source_ids=list(old.source_ids), confidence=None, valid_from=None, expires_at=old.expires_at)
     base.update(changes, content=content)
@@ -244,12 +244,19 @@ def observe(
     for n, told in enumerate(not_claims[: len(said)]):
         said[n] = [s for s in said[n] if s not in told]
     hashes = [sha256(m.content) for m in checked]
-    texts = dict(zip(hashes, (m.content for m in checked), strict=True))
-    texts.update((sha256(s), s) for sentences in said for s in sentences)
-    known = engine.store.vectors(list(texts), engine.model)
-    todo = {h: t for h, t in texts.items() if h not in known}
-    fresh = dict(zip(todo, engine.embed(list(todo.values())), strict=True)) if todo else {}
-    vectors = {**known, **fresh}
+    texts: dict[tuple[str, str], str] = {}  # (project, hash): each project reuses only its own vectors
+    for m, h, sentences in zip(checked, hashes, said, strict=True):
+        texts[(m.project or "", h)] = m.content
+        texts.update(((m.project or "", sha256(s)), s) for s in sentences)
+    known = {
+        (p, h): vec
+        for p in {p for p, _ in texts}
+        for h, vec in engine.held_vectors(p, [h for q, h in texts if q == p]).items()
+    }
+    todo = {k: t for k, t in texts.items() if k not in known}
+    embedded = dict(zip(todo, engine.embed(list(todo.values())), strict=True)) if todo else {}
+    fresh = {h for _, h in embedded}
+    vectors = {h: vec for (_, h), vec in {**known, **embedded}.items()}
 
     def job(w: Write) -> list[MemoryVersion]:
         created = []

@@ -9,6 +9,7 @@ import msgspec
 from litestar import Request
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 
+from agentmem.errors import ValidationError
 from api.settings import ROLES, TokenSpec, hash_token
 
 ALL = "*"
@@ -46,7 +47,10 @@ class Principal(msgspec.Struct, frozen=True):
         return self.all_projects or project in self.projects
 
     def scope(self, requested: Sequence[str] | None = None) -> list[str] | None:
-        """Projects a listing may cover (None: every project, for an all-projects token)."""
+        """Projects a listing may cover (None: every project, for an all-projects token). An empty
+        list is refused: it would read as "every project" to an all-projects token."""
+        if requested is not None and not requested:
+            raise ValidationError("projects: name at least one project, or leave the field out for all of yours")
         if requested:
             return [self.project(p) for p in requested]
         return None if self.all_projects else list(self.projects)

@@ -6,7 +6,8 @@ body nested 1,000 levels deep end in a RecursionError (a 500). `StrictRequest` d
 once, with msgspec's strict rules, into the type the handler declares; a wrong type, an unknown
 field or a body too deeply nested is a ValidationError (400) that names the field. Query strings
 and path parameters still go through Litestar's lax conversion: they are text, and `?limit=5`
-means a number.
+means a number (but not `?limit=1e3`: see `api.deps.digits_only`). A viewer form must be valid
+UTF-8 (`strict_form`), as a JSON body must: Litestar would read bad bytes as U+FFFD.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from typing import Any
+from urllib.parse import parse_qsl
 
 import msgspec
 from litestar import Request
@@ -51,3 +53,14 @@ class StrictRequest(Request):  # type: ignore[type-arg]
         if self._strict is _UNDECODED:
             self._strict = decode(_decoder(self.route_handler), await self.body())
         return self._strict
+
+
+async def strict_form(request: Request) -> None:  # type: ignore[type-arg]
+    """ValidationError unless the form body is valid UTF-8, its percent-escapes included."""
+    body = await request.body()
+    try:
+        text = body.decode()
+        if request.content_type[0] == "application/x-www-form-urlencoded":
+            parse_qsl(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise ValidationError("the form is not valid UTF-8") from None

@@ -93,4 +93,4 @@ class AppTransport(httpx.BaseTransport):
 
 def app_client(app: TestClient, token: str | None) -> Client:  # type: ignore[type-arg]
     """The real agentmem Client over the real routes, without a server process."""
-    return Client("http://testserver.local", token=token, transport=AppTransport(app))
+    return Client("http://127.0.0.1", token=token, transport=AppTransport(app))  # a loopback name: see api.guard

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -65,12 +66,14 @@ BASE_LINE = {"id": 900, "lineage_id": 900, "version": 1, "parent_id": None, "is_
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**64), max_value=2**64) | st.floats() | st.text(max_size=50)
     | st.sampled_from(["", "\u200b", "\x00", "x" * 40_000, "0001-01-01T00:00:00Z", "1815-06-09T00:00:00Z",
-                       "9999-12-31T23:59:59Z", "archived", "deleted", "event", "working", "2**53", str(2**53)]),
+                       "9999-12-31T23:59:59Z", "archived", "deleted", "event", "working", "2**53", str(2**53),
+                       2**31 - 1, 2**31, "a\x85b", "a\u2028b", "9999-12-31T23:59:59-05:00"]),  # issue 34
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=6,
 )  # fmt: skip
 NDJSON = "application/x-ndjson"
-FIELDS = sorted({*BASE_LINE, "superseded_by", "valid_to", "expires_at", "title", "triple", "pinned", "colour"})
+FIELDS = sorted({*BASE_LINE, "superseded_by", "valid_to", "expires_at", "title", "triple", "pinned", "colour",
+                 "reinforcements", "accesses", "session", "agent"})  # fmt: skip
 
 
 @pytest.fixture
@@ -110,6 +113,41 @@ def test_fuzzed_import_lines_are_refused_whole_or_keep_the_invariants(app_and_me
 
     check()
     assert seen[400] > 100 and seen[201] > 0, seen
+
+
+def test_fuzzed_embeddings_are_refused_whole_or_stored_finite(app_and_memory) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34, finding 9: an embedding in an import (trusted: this open server's caller is an admin
+    of every project) is stored only when each of its numbers is finite in float32."""
+    client, mem = app_and_memory
+    dim = FakeEmbedder.dim
+    header = json.dumps({"type": "header", "format": "agentmem-export", "format_version": 1, "schema_version": 1,
+                         "model": FakeEmbedder.name, "dim": dim, "exported_at": T})  # fmt: skip
+    big = st.sampled_from([1e300, -1e300, 3.5e38, -3.5e38, 3.4e38, 1e-300, 0.0])
+    seen: Counter[int] = Counter()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(
+        values=st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=dim, max_size=dim),
+        odd=st.none() | st.tuples(st.integers(0, dim - 1), big),
+    )
+    def check(values: list[float], odd: tuple[int, float] | None) -> None:
+        if odd is not None:
+            values[odd[0]] = odd[1]
+        start = mem.stats().versions + 1000
+        line = {**BASE_LINE, "id": start, "lineage_id": start, "key": None, "content": f"An embedded fact {start}"}
+        before = mem.stats().versions
+        body = json.dumps({"type": "memory", "memory": line, "embedding": values})
+        r = client.post("/v1/import", content=f"{header}\n{body}\n".encode(), headers={"content-type": NDJSON})
+        seen[r.status_code] += 1
+        assert r.status_code == (400 if odd is not None and abs(odd[1]) > 3.4028235e38 else 201), r.text
+        if r.status_code == 400:
+            assert "not finite" in r.json()["error"]["message"] and mem.stats().versions == before
+        else:
+            stored = [json.loads(x) for x in mem.export_lines() if b'"id":%d,' % start in x]
+            assert all(math.isfinite(v) for v in stored[0]["embedding"])
+
+    check()
+    assert seen[400] > 0 and seen[201] > 0, seen
 
 
 STRICT_BODIES = {

@@ -169,27 +169,36 @@ def test_a_delete_purges_the_index_beside_the_writer_not_under_it(tmp_path: Path
         mem.close()
 
 
-def test_a_stored_vector_is_reused_and_an_erased_one_embedded_again(
+def test_a_stored_vector_is_reused_in_its_own_project_only(
     open_memory, memory: Memory, embedder: FakeEmbedder, clock
 ) -> None:  # type: ignore[no-untyped-def]
-    """The engine's set of stored contents decides when to look a vector up and when to insert one
-    without an existence check; it must agree with the store through deletes and a reopen."""
+    """Issue 34 (findings 2 and 7): a write reuses the stored vector of a text only when its own
+    project holds that text; a text only another project holds is embedded again, so the time a
+    write takes does not tell one project what another stores. The engine's sets must agree with
+    the store through deletes and a reopen."""
     text = "The staging database is on db-7"
     a = memory.remember(text, project="a").memory
     before = embedder.texts
-    b = memory.remember(text, project="b").memory  # the same content in another project: the stored vector
+    memory.remember(text, project="a")  # its own project holds it: the stored vector
     assert embedder.texts == before
-    memory.delete(reason="test", ids=[a.id])  # b still holds the content: its vector stays
-    c = memory.remember(text, project="c").memory
-    assert embedder.texts == before
-    memory.delete(reason="test", ids=[b.id, c.id])  # now nothing holds it: the vector is erased
-    assert not memory.engine.store.embedded([a.content_hash], memory.engine.model)
-    d = memory.remember(text, project="d").memory  # embedded and stored again, no conflict
+    b = memory.remember(text, project="b").memory  # only another project holds it: embedded again
     assert embedder.texts == before + 1
+    memory.delete(reason="test", ids=[a.id])  # b still holds the content: its vector stays
+    memory.remember(text, project="a")  # a held it once, but no longer: embedded again
+    assert embedder.texts == before + 2
+    c = memory.remember(text, project="c").memory
+    assert embedder.texts == before + 3
+    victims = [m.id for m in memory.list_versions(status=None, latest_only=False)[0] if m.content == text]
+    memory.delete(reason="test", ids=victims)  # now nothing holds it: the vector is erased
+    assert not memory.engine.store.embedded([c.content_hash], memory.engine.model)
+    d = memory.remember(text, project="d").memory  # embedded and stored again, no conflict
+    assert embedder.texts == before + 4 and b.id < d.id
     assert memory.engine.store.embedded([a.content_hash], memory.engine.model) == {a.content_hash}
     memory.close()
-    with open_memory(embedder=embedder, clock=clock) as again:  # the set is rebuilt from the store
+    with open_memory(embedder=embedder, clock=clock) as again:  # the sets are rebuilt from the store
+        again.remember(text, project="d")
+        assert embedder.texts == before + 4
         again.remember(text, project="e")
-        assert embedder.texts == before + 1
+        assert embedder.texts == before + 5
         assert [h.memory.id for h in again.recall("staging database", project="d")] == [d.id]
         assert again.check().ok

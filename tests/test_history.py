@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from agentmem import Memory, NotFoundError, ValidationError
+from agentmem import ConflictError, Memory, NotFoundError, ValidationError
 
 BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
 
@@ -32,7 +32,7 @@ def test_chain_of_three(memory: Memory, clock) -> None:  # type: ignore[no-untyp
 def test_revise_needs_the_current_version(memory: Memory) -> None:
     v1 = memory.remember("The API listens on port 8080", project="p", key="api.port").memory
     memory.remember("The API listens on port 9090", project="p", key="api.port")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ConflictError, match="not the current version"):  # a 409: the caller read a stale version
         memory.revise(v1.id, "port 1")
     with pytest.raises(NotFoundError):
         memory.revise(999, "port 1")

@@ -241,6 +241,28 @@ def test_invalid_namespaces_are_refused(store: BaseStore, namespace: tuple[str, 
 # -- what agentmem adds
 
 
+@pytest.mark.parametrize("label", ["bob ", " bob", "bob\t", "bob\u3000", "bo\x85b", "bo\u2028b"])
+@pytest.mark.parametrize("way", ["in-process", "http-routes"])
+def test_namespaces_that_differ_only_by_blanks_are_refused(memory: Memory, way: str, label: str) -> None:
+    """Issue 34, finding 5: project names are trimmed, so ("users", "bob ") would write into
+    ("users", "bob")'s project; every operation on such a label is refused, and nothing written."""
+    with TestClient(create_app(load(env={"AGENTMEM_TOKENS": TOKENS}), mem=memory)) as app:
+        store: BaseStore = AgentMemStore(memory) if way == "in-process" else AgentMemStore(app_client(app, TOKEN))
+        store.put(("users", "bob"), "editor", {"content": "Bob edits in Emacs"})
+        before = memory.stats().versions
+        for op in (
+            lambda: store.put(("users", label), "editor", {"content": "Bob edits in Vim"}),
+            lambda: store.get(("users", label), "editor"),
+            lambda: store.search(("users", label), query="editor"),
+            lambda: store.delete(("users", label), "editor"),
+            lambda: store.list_namespaces(prefix=("users", label)),
+        ):
+            with pytest.raises(InvalidNamespaceError, match="namespace label"):
+                op()
+        assert memory.stats().versions == before
+        assert [i.value for i in store.search(("users", "bob"), query="editor")] == [{"content": "Bob edits in Emacs"}]
+
+
 def test_a_replacement_under_another_key_supersedes_the_old_fact(memory: Memory) -> None:
     store = AgentMemStore(memory)
     store.put(("shop",), "port-1", {"content": "The dev server runs on port 3000."})

@@ -38,7 +38,9 @@ def test_same_content_in_another_project_is_separate(memory: Memory, embedder) -
     texts = embedder.texts
     b = memory.remember("Deploys happen on Tuesdays", project="q")
     assert b.outcome == "created" and b.memory.id != a.memory.id
-    assert embedder.texts == texts  # same content hash: the stored vector is reused
+    assert embedder.texts == texts + 1  # never another project's vector (issue 34): embedded again
+    assert memory.remember("Deploys happen on Tuesdays", project="q").outcome == "reinforced"
+    assert embedder.texts == texts + 1  # its own project's stored vector is reused
 
 
 def test_kind_sets_starting_confidence(memory: Memory) -> None:

@@ -121,6 +121,26 @@ def test_remember_box_supersedes_and_shows_it(client: TestClient, seeded: Memory
     assert r.status_code == 200 and "Reinforced" in r.text
 
 
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("content=caf%E9+au+lait&csrf={c}", "application/x-www-form-urlencoded"),  # Latin-1, not UTF-8
+        ("content=%FF%FE&csrf={c}", "application/x-www-form-urlencoded"),
+        ("--b\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{c}\r\n--b\r\nContent-Disposition: "
+         "form-data; name=\"content\"\r\n\r\ncaf\udce9\r\n--b--\r\n", "multipart/form-data; boundary=b"),
+    ],
+)
+def test_a_form_that_is_not_utf8_is_a_400(client: TestClient, seeded: Memory, body: str, content_type: str) -> None:  # type: ignore[type-arg]
+    """Issue 34, finding 12: as JSON does, not stored with U+FFFD in place of the bad bytes."""
+    sign_in(client, "write")
+    token = csrf_of(client.get("/ui/p/shop/").text)
+    before = seeded.stats().versions
+    raw = body.format(c=token).encode("utf-8", "surrogateescape")
+    r = client.post("/ui/p/shop/remember", content=raw, headers={"content-type": content_type})
+    assert r.status_code == 400 and "not valid UTF-8" in r.text, r.text
+    assert seeded.stats().versions == before
+
+
 def test_forms_need_csrf_and_same_origin(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
     sign_in(client, "write")
     r = client.post("/ui/p/shop/remember", data={"content": "forged"})

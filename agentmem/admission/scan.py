@@ -294,6 +294,7 @@ def ingest_conversation(
     """
     if use_provider and mem.provider is None:
         raise ValidationError("use_provider: no provider is configured ([provider] in the server's config)")
+    session = validate.name(session, "session", mem.config)  # "" is refused, as remember refuses it
     target = str(conv) if isinstance(conv, str | Path) else (session or "messages")
 
     def body(scan: Scan) -> None:
@@ -308,7 +309,8 @@ def ingest_conversation(
                 skipped=dict(Counter(m for m in msgs if isinstance(m, str))),
             )
         scan.skipped.update(parsed.skipped)
-        sid = validate.name(session or parsed.session or "session", "session", mem.config) or "session"
+        named = session if session is not None else parsed.session
+        sid = validate.name("session" if named is None else named, "session", mem.config) or "session"
         scan.units = len(parsed.messages) + sum(parsed.skipped.values())
         bar = _bar(parsed.messages, progress, "messages")
         provider = mem.provider if use_provider else None
@@ -343,6 +345,7 @@ def ingest_notes(
             for c in notes.candidates(rel, text):
                 scan.offer(c)
 
+    validate.path(path)
     return run(mem, "note", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)
 
 
@@ -369,4 +372,5 @@ def ingest_code(
             for c in code.candidates(rel, decls):
                 scan.offer(c)
 
+    validate.path(path)
     return run(mem, "code", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)

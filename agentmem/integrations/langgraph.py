@@ -10,7 +10,10 @@
 How LangGraph's terms map onto agentmem's:
 
 - A namespace is a project: its labels joined by "." (LangGraph forbids "." inside a label, so
-  the name is unambiguous): ("memories", "ada") is the project "memories.ada". Supersession and
+  the name is unambiguous): ("memories", "ada") is the project "memories.ada". A label with
+  spaces (or other blanks) at either end, or with control characters or line separators, is
+  refused (InvalidNamespaceError): project names are trimmed, so ("users", "bob ") would share
+  ("users", "bob")'s project. Supersession and
   reinforcement never cross projects, so one user's facts never replace another's. A store made
   with `agent=` records that agent on every memory it writes.
 - An item's key is its memory's `source_ref`; the item is that memory's current version.
@@ -34,12 +37,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -57,6 +62,7 @@ TEXT = "content"  # the value field that holds a memory's text
 PUSHED_DOWN = ("kind", "tier")  # filter keys answered by the memory's own fields
 PAGE = 1000  # the largest page list_versions and recall give (Config.max_k)
 SEP = "."
+BREAKS = ("Cc", "Zl", "Zp")  # what a project name may not hold: controls and line separators (as validate.name)
 
 
 class AgentMemStore(BaseStore):
@@ -82,6 +88,7 @@ class AgentMemStore(BaseStore):
         results: list[Result] = []
         for op in ops:
             validate_op_namespace(op)
+            check_labels(op)
             if isinstance(op, GetOp):
                 results.append(self.get_item(op.namespace, op.key))
             elif isinstance(op, SearchOp):
@@ -197,6 +204,29 @@ class AgentMemStore(BaseStore):
 
 
 # -- the mapping, as plain functions (tested on their own)
+
+
+def check_labels(op: Op) -> None:
+    """InvalidNamespaceError for a label agentmem cannot keep as it is in a project name: blank at
+    either end (names are trimmed, so two namespaces would share one project), or holding a
+    control character or line separator."""
+    if isinstance(op, GetOp | PutOp):
+        labels: Iterable[str] = op.namespace
+    elif isinstance(op, SearchOp):
+        labels = op.namespace_prefix
+    elif isinstance(op, ListNamespacesOp):
+        labels = [label for c in op.match_conditions or () for label in c.path]
+    else:
+        return
+    for label in labels:
+        if label != label.strip():
+            raise InvalidNamespaceError(
+                f"namespace label {label!r} has blanks at an end: agentmem trims project names, so it "
+                f"would share a project with {label.strip()!r}"
+            )
+        if any(unicodedata.category(c) in BREAKS for c in label):
+            raise InvalidNamespaceError(f"namespace label {label!r}: control characters and line separators "
+                                        "are not allowed in a project name")  # fmt: skip
 
 
 def project_of(namespace: tuple[str, ...]) -> str:

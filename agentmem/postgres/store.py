@@ -495,6 +495,14 @@ class PgStore(StoreOfRecord):
         )
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
+    def vector(self, content_hash: str, model: str, *, project: str | None = None) -> np.ndarray | None:
+        return self.vectors([content_hash], model, project=project).get(content_hash)
+
+    def held_embedded(self, model: str) -> list[tuple[str, str]]:
+        """(project, content hash) of every stored vector: each project keeps its own."""
+        rows = self._rows("SELECT project, content_hash FROM embeddings WHERE model = ?", [model])
+        return [(r[0], r[1]) for r in rows]
+
     def embedded(self, hashes: Sequence[str], model: str, *, project: str | None = None) -> set[str]:
         """Which of these content hashes have a stored vector in `project` (or in any project)."""
         return set(self.vectors(hashes, model, project=project))

@@ -83,8 +83,9 @@ def check(who: Who, mem: Mem) -> Consistency:
 @post("/v1/rebuild", status_code=202, sync_to_thread=False, summary="Start an online index rebuild (admin)")
 def start_rebuild(who: Who, mem: Mem, state: State, data: JSONBody[RebuildRequest | None] = None) -> RebuildStatus:
     """Rebuilds the indexes in `which` (default: both) from DuckDB in the background while recall
-    keeps serving; poll GET /v1/rebuild for its state. The body may be left out."""
-    who.require("admin")
+    keeps serving; poll GET /v1/rebuild for its state. The body may be left out. It rebuilds every
+    project's index, and its state counts them all: an admin token of all projects only."""
+    require_whole_service(who)
     which = (data or RebuildRequest()).which
     with state.rebuild_lock:
         if state.rebuild.state == "running":
@@ -108,7 +109,7 @@ def start_rebuild(who: Who, mem: Mem, state: State, data: JSONBody[RebuildReques
 
 @get("/v1/rebuild", sync_to_thread=False, summary="State of the last online rebuild")
 def rebuild_status(who: Who, state: State) -> RebuildStatus:
-    who.require("admin")
+    require_whole_service(who)
     return state.rebuild  # type: ignore[no-any-return]
 
 

@@ -15,6 +15,7 @@ from litestar import post
 from litestar.datastructures import State
 from litestar.params import JSONBody
 
+from agentmem import validate
 from agentmem.admission import ScanReport
 from agentmem.errors import AccessDeniedError, ValidationError
 from api.auth import Principal
@@ -29,6 +30,7 @@ def _readable(settings: Settings, who: Principal, path: str, project: str | None
     project = who.project(project)
     if not settings.ingest_roots:
         raise AccessDeniedError("reading the server's disk is off: configure ingest_roots to allow some directories")
+    validate.path(path)
     if not Path(path).is_absolute():
         raise ValidationError(f"path must be absolute (under one of the configured ingest_roots): {path!r}")
     try:

@@ -13,7 +13,7 @@ from agentmem.errors import NotFoundError
 from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention
-from api.deps import Mem, Who, visible
+from api.deps import Mem, Who, digits_only, visible
 from api.schemas import AuditPage, DeleteRequest, PinRequest, RestoreRequest, SweepRequest
 
 
@@ -83,7 +83,10 @@ async def delete(data: JSONBody[DeleteRequest], who: Who, mem: Mem) -> DeleteRep
     )
 
 
-@get("/v1/audit", sync_to_thread=True, summary="The audit log, newest first")
+@get(
+    "/v1/audit", sync_to_thread=True, guards=[digits_only("memory_id", "cursor", "limit")],
+    summary="The audit log, newest first",
+)
 def audit_log(
     who: Who,
     mem: Mem,

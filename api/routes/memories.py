@@ -12,7 +12,7 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from agentmem import NewMemory, RememberResult, ValidationError
 from agentmem.records import MemoryVersion
-from api.deps import Mem, Who, visible
+from api.deps import Mem, Who, digits_only, visible
 from api.schemas import ObserveReply, ObserveRequest, Page, ReviseRequest
 
 
@@ -78,7 +78,10 @@ def revise(memory_id: FromPath[int], data: JSONBody[ReviseRequest], who: Who, me
     return mem.revise(memory_id, data.content, reason=data.reason, actor=who.name, **changes)
 
 
-@get("/v1/memories", sync_to_thread=True, summary="List versions with filters and a cursor")
+@get(
+    "/v1/memories", sync_to_thread=True, guards=[digits_only("cursor", "limit")],
+    summary="List versions with filters and a cursor",
+)
 def list_memories(
     who: Who,
     mem: Mem,

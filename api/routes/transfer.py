@@ -41,6 +41,7 @@ async def import_(request: Request, who: Who, mem: Mem) -> ImportReply:  # type:
             raise PermissionDeniedException(f"this token has no access to project(s) {', '.join(denied)}")
         if not versions:
             raise ValidationError("the body holds no memory lines")
-        return import_lines(mem.engine, lines, trust_embeddings=who.can("admin"))
+        root = who.can("admin") and who.all_projects  # a project admin's vectors could be planted
+        return import_lines(mem.engine, lines, trusted=root, importer=who.name)
 
     return ImportReply(imported=await anyio.to_thread.run_sync(run))

@@ -24,6 +24,7 @@ from agentmem.kinds import STATUSES, TIERS
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention, retention
 from api.auth import Authenticator, Principal, require_whole_service
+from api.body import strict_form
 from api.deps import memory as wait_for_memory
 from api.deps import memory_now, visible
 from api.viewer import pages
@@ -262,6 +263,7 @@ def stats(request: Request, project: FromPath[str], check: FromQuery[bool] = Fal
 @post("/p/{project:str}/remember")
 async def remember(request: Request, project: FromPath[str]) -> Response[str]:  # type: ignore[type-arg]
     v = viewer(request)
+    await strict_form(request)
     form = await request.form()
     check_form(request, v, form.get("csrf"))
     v.who.require("write")
