@@ -98,7 +98,8 @@ export interface paths {
         /**
          * Start an online index rebuild (admin)
          * @description Rebuilds the indexes in `which` (default: both) from DuckDB in the background while recall
-         *     keeps serving; poll GET /v1/rebuild for its state. The body may be left out.
+         *     keeps serving; poll GET /v1/rebuild for its state. The body may be left out. It rebuilds every
+         *     project's index, and its state counts them all: an admin token of all projects only.
          */
         post: operations["V1RebuildStartRebuild"];
         delete?: never;
