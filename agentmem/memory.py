@@ -347,14 +347,20 @@ class Memory:
         if window == 0:
             return hits
         head = hits[:window]
-        vectors = self.indexes.vectors_of([h.memory.id for h in head])
+        judge = pair.for_embedder(model or self.engine.model)
+        vectors: dict[int, np.ndarray] = {}
+        if judge is not None:
+            try:
+                vectors = self.indexes.vectors_of([h.memory.id for h in head])
+            except IndexFailure:  # the vector index is down or swapping models: the rules alone order
+                judge = None
         missing = [h.memory for h in head if h.memory.id not in vectors]  # superseded versions, as_of
-        if missing:
+        if judge is not None and missing and project is not None:
             by_hash = self.store.vectors([m.content_hash for m in missing], model or self.engine.model, project=project)
             vectors |= {m.id: v for m in missing if (v := by_hash.get(m.content_hash)) is not None}
+        vectors = {i: v for i, v in vectors.items() if v.shape == (judge.dim,)} if judge is not None else {}
         rules = slots.pairs(head, query, query_words_needed=self.config.slot_query_words)
-        return order(hits, window=window, vectors=vectors, model=pair.for_embedder(model or self.engine.model),
-                     rule_pairs=rules)  # fmt: skip
+        return order(hits, window=window, vectors=vectors, model=judge, rule_pairs=rules)
 
     def _rolled_up(self, hits: list[Hit], asked: frozenset[str]) -> list[Hit]:
         """Claims read with the turns they were said in (see agentmem.claims.roll_up)."""

@@ -37,7 +37,8 @@ Two texts that are each a question and its answer state the same slot when they 
 question (`supersede.question_slot`), and never otherwise.
 
 `pairs` finds them; `agentmem.currentness.order` places the newer (strictly later `valid_from`)
-above the older, which goes directly under it marked `older_than`, reason `slot rule`. Events
+above the older, which goes directly under it, unmarked (marked `same question` when both ask one
+question). Events
 take no part (a later event does not make an earlier one untrue).
 """
 

@@ -88,7 +88,11 @@ class Guard(msgspec.Struct, frozen=True, kw_only=True):
         if origin is not None:
             if origin.lower().rstrip("/") in self.origins:
                 return None
-            if urlsplit(origin).netloc.lower() != headers.get("host", "").lower():  # "null" has no netloc
+            try:
+                netloc = urlsplit(origin).netloc.lower()  # "null" has none
+            except ValueError:  # a malformed [IPv6]
+                return f"Origin {origin}"
+            if netloc != headers.get("host", "").lower():
                 return f"Origin {origin}"
         site = headers.get("sec-fetch-site", "none")
         if site in ("same-origin", "none"):
@@ -103,7 +107,7 @@ class Guard(msgspec.Struct, frozen=True, kw_only=True):
             name = urlsplit(f"//{host}").hostname or ""
         except ValueError:  # a malformed [IPv6]
             return False
-        return host in self.hosts or name in self.hosts or loopback_name(name)
+        return host in self.hosts or name in self.hosts or f"[{name}]" in self.hosts or loopback_name(name)
 
     def wrap(self, app: Any) -> Any:
         """`app` (ASGI) behind this guard; a refusal is answered as the API's JSON errors are."""

@@ -163,7 +163,7 @@ def _token(raw: dict[str, object], where: str) -> TokenSpec:
     return spec
 
 
-HOST = r"(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?"  # name, IPv4 or [IPv6], and a port or not
+HOST = r"(?:[a-z0-9._-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?"  # name, IPv4 or [IPv6], and a port or not
 
 
 def _check_hosts(hosts: list[str], origins: list[str]) -> None:

@@ -38,8 +38,8 @@ def unit(*xs: float) -> np.ndarray:
 def model(bias: float) -> pair.PairModel:
     """A pair model whose verdict is its bias alone: every pair gets sigmoid(bias)."""
     n = 2 + 3 * DIM
-    return pair.PairModel(embedder="test", weights=np.zeros(n, np.float32), bias=bias, mark=0.7, supersede=0.9,
-                          order=0.3, topic=0.5)  # fmt: skip
+    return pair.PairModel(embedder="test", weights=np.zeros(n, np.float32), bias=bias, mark=0.7, order=0.3,
+                          topic=0.5)  # fmt: skip
 
 
 # ranked: an older fact first, an unrelated memory, then the newer statement of the older's topic
@@ -89,8 +89,8 @@ def test_a_slot_rule_orders_without_marking() -> None:
 def test_the_shipped_model_reads_only_its_own_embedders_vectors() -> None:
     shipped = pair.shipped()
     assert pair.for_embedder(shipped.embedder) is shipped and pair.for_embedder("fake-hash-64") is None
-    assert 0 < shipped.order < shipped.mark < shipped.supersede < 1 and 0 < shipped.topic < 1
-    assert shipped.weights.shape == (2 + 3 * 384,)
+    assert 0 < shipped.order < shipped.mark < 1 and 0 < shipped.topic < 1
+    assert shipped.weights.shape == (2 + 3 * 384,) and shipped.dim == 384
 
 
 # -- through the real model, store and indexes ---------------------------------------------------

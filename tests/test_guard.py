@@ -117,6 +117,23 @@ def test_allowed_hosts_and_origins_admit_a_proxy(memory: Memory) -> None:
         assert c.post("/v1/memories", json=NOTE, headers={"Origin": "https://other.example.com"}).status_code == 403
 
 
+def test_a_malformed_origin_is_refused_not_a_500(open_client, memory: Memory) -> None:  # type: ignore[no-untyped-def]
+    before = versions(memory)
+    for origin in ("http://[::1", "http://[zz]:80"):
+        r = open_client.post("/v1/memories", json=NOTE, headers={"Origin": origin})
+        assert r.status_code == 403 and "Origin" in r.json()["error"]["message"], r.text
+    assert versions(memory) == before
+
+
+def test_allowed_hosts_take_ipv6_and_underscores(memory: Memory) -> None:
+    env = {"AGENTMEM_ALLOWED_HOSTS": "[fd00::5], agent_mem"}
+    with TestClient(create_app(load(env=env), mem=memory), base_url=URL) as c:
+        assert c.get("/v1/stats", headers={"Host": "[fd00::5]:8420"}).status_code == 200
+        assert c.get("/v1/stats", headers={"Host": "[fd00::5]"}).status_code == 200
+        assert c.get("/v1/stats", headers={"Host": "agent_mem:8420"}).status_code == 200
+        assert c.get("/v1/stats", headers={"Host": "[fd00::6]:8420"}).status_code == 421
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [

@@ -65,9 +65,14 @@ def _file(embedder: FakeEmbedder, *lines: dict[str, Any]) -> bytes:
 
 
 def _vectors(memory: Memory) -> dict[str, list[float]]:
-    """Each stored version's vector, by content."""
+    """Each stored version's vector, by content (the last version of a text wins: see `_all_vectors`)."""
+    return {c: v for c, v in _all_vectors(memory)}
+
+
+def _all_vectors(memory: Memory) -> list[tuple[str, list[float]]]:
+    """Each stored version's content and vector, one per version."""
     rows = [json.loads(x) for x in memory.export_lines()]
-    return {r["memory"]["content"]: r["embedding"] for r in rows if r["type"] == "memory"}
+    return [(r["memory"]["content"], r["embedding"]) for r in rows if r["type"] == "memory"]
 
 
 def _refused(r: Any, *words: str, status: int = 400) -> None:
@@ -88,7 +93,8 @@ def test_only_a_whole_service_admin_imports_its_own_vectors(client: TestClient, 
     model = FakeEmbedder().embed([text])[0]
     assert np.allclose(_vectors(memory)[text], model)  # embedded here, the file's vector ignored
     memory.remember(text, project="victim")  # the same text in another project: the model's vector too
-    assert all(np.allclose(v, model) for c, v in _vectors(memory).items() if c == text)
+    mine = [v for c, v in _all_vectors(memory) if c == text]
+    assert len(mine) == 2 and all(np.allclose(v, model) for v in mine)
     own = [0.0, 1.0] + [0.0] * (embedder.dim - 2)
     line = {"type": "memory", "memory": _memory(20, "A root's own vector", project="other"), "embedding": own}
     assert client.post("/v1/import", content=_file(embedder, line), headers=auth("root")).status_code == 201

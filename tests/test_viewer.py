@@ -174,8 +174,10 @@ def test_roles_and_projects(client: TestClient, seeded: Memory) -> None:  # type
         r = client.get(path)
         assert r.status_code == 404 and "text/html" in r.headers["content-type"] and "Not found" in r.text, path
     assert "Postgres" not in client.get("/ui/memories/4").text
-    r = client.get("/ui/p/shop/", params={"cursor": "-3"})
-    assert r.status_code == 400 and "text/html" in r.headers["content-type"]
+    for path, name in (("/ui/p/shop/", "cursor"), ("/ui/p/shop/audit", "cursor"), ("/ui/p/shop/audit", "memory_id")):
+        for bad in ("-3", "1e3", "10.0"):
+            r = client.get(path, params={name: bad})
+            assert r.status_code == 400 and "text/html" in r.headers["content-type"], (path, name, bad)
     r = client.get("/ui/p/shop/", params={"tier": "nonsense"})
     assert r.status_code == 400
     r = client.get("/ui/logout")

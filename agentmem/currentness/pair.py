@@ -36,9 +36,13 @@ class PairModel(msgspec.Struct, frozen=True):
     weights: np.ndarray
     bias: float
     mark: float  # recall marks the older hit `older_than` at or above this probability
-    supersede: float  # a write supersedes at or above this (strict: a wrong kill hides a fact)
     order: float  # recall puts the newer of two hits about one topic first at or above this
     topic: float  # the cosine at which two hits can be about one topic
+
+    @property
+    def dim(self) -> int:
+        """The size of the vectors it reads."""
+        return (len(self.weights) - 2) // 3
 
     def replaces(self, older: np.ndarray, newer: np.ndarray, older_text: str, newer_text: str) -> float:
         """The probability that `newer_text` makes `older_text` no longer current."""
@@ -60,4 +64,4 @@ def shipped() -> PairModel:
     card = json.loads(CARD.read_text())
     t = card["thresholds"]
     return PairModel(embedder=card["embedder"], weights=weights, bias=bias, mark=t["mark"],
-                     supersede=t["supersede"], order=t["order"], topic=t["topic"])  # fmt: skip
+                     order=t["order"], topic=t["topic"])  # fmt: skip

@@ -25,8 +25,8 @@ from agentmem.records import MemoryVersion
 from agentmem.retention import Retention, retention
 from api.auth import Authenticator, Principal, require_whole_service
 from api.body import strict_form
+from api.deps import digits_only, memory_now, visible
 from api.deps import memory as wait_for_memory
-from api.deps import memory_now, visible
 from api.viewer import pages
 from api.viewer.html import Safe, page
 from api.viewer.session import COOKIE, Sessions, Viewer, check_form, same_origin, sign_in, viewer
@@ -133,7 +133,7 @@ def index(request: Request) -> Response[Any]:  # type: ignore[type-arg]
     return html(_doc(v, "Projects", pages.projects(counts)))
 
 
-@get("/p/{project:str}/", sync_to_thread=True)
+@get("/p/{project:str}/", sync_to_thread=True, guards=[digits_only("cursor")])
 def memories(
     request: Request,  # type: ignore[type-arg]
     project: FromPath[str],
@@ -224,7 +224,7 @@ def archive(request: Request, project: FromPath[str]) -> Response[str]:  # type:
     return html(_doc(v, f"Archive of {project}", body, project))
 
 
-@get("/p/{project:str}/audit", sync_to_thread=True)
+@get("/p/{project:str}/audit", sync_to_thread=True, guards=[digits_only("memory_id", "cursor")])
 def audit(
     request: Request,  # type: ignore[type-arg]
     project: FromPath[str],
