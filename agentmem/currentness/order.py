@@ -32,9 +32,9 @@ import numpy as np
 
 from agentmem.currentness.pair import PairModel
 from agentmem.records import Hit
+from agentmem.slots import TIMELESS
 from agentmem.supersede import question_slot
 
-TIMELESS = frozenset({"event"})
 PAIR_MODEL, SAME_QUESTION, CLAIM_SUPERSEDED = "pair model", "same question", "claim superseded"
 
 
