@@ -358,7 +358,8 @@ class Memory:
         if judge is not None and missing and project is not None:
             by_hash = self.store.vectors([m.content_hash for m in missing], model or self.engine.model, project=project)
             vectors |= {m.id: v for m in missing if (v := by_hash.get(m.content_hash)) is not None}
-        vectors = {i: v for i, v in vectors.items() if v.shape == (judge.dim,)} if judge is not None else {}
+        size = (judge.dim,) if judge is not None else None
+        vectors = {i: v for i, v in vectors.items() if v.shape == size}
         rules = slots.pairs(head, query, query_words_needed=self.config.slot_query_words)
         return order(hits, window=window, vectors=vectors, model=judge, rule_pairs=rules)
 

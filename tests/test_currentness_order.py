@@ -143,3 +143,17 @@ def test_the_shipped_weights_are_what_the_training_script_makes() -> None:
     done = subprocess.run([sys.executable, str(root / "scripts" / "train_pair_model.py"), "--check"],
                           capture_output=True, text=True, cwd=root)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
+    """Recall weighs many pairs at once without building `features`; training builds them: both agree."""
+    model, rng = pair.shipped(), np.random.default_rng(0)
+    older, newer = (rng.normal(size=(6, model.dim)).astype(np.float32) for _ in range(2))
+    older /= np.linalg.norm(older, axis=1, keepdims=True)
+    newer /= np.linalg.norm(newer, axis=1, keepdims=True)
+    texts = [f"the backup runs at {h}am" for h in range(6)], [f"backups moved to {h + 2}am" for h in range(6)]
+    by_features = [
+        1 / (1 + np.exp(-(pair.features(o, n, a, b) @ model.weights + model.bias)))
+        for o, n, a, b in zip(older, newer, *texts, strict=True)
+    ]
+    assert np.allclose(model.replaces_each(older, newer, *texts), by_features, atol=1e-6)

@@ -67,10 +67,12 @@ def order(
     for i, j in rule_pairs:
         if i < len(head) and j < len(head):
             relate(i, j, SAME_QUESTION if asks[i] and asks[j] else None)
-    if model is not None:
-        for i, j in _topic_pairs(head, vectors, model.topic, asks):
-            a, b = head[i].memory, head[j].memory
-            p = model.replaces(vectors[a.id], vectors[b.id], a.content, b.content)
+    pairs = _topic_pairs(head, vectors, model.topic, asks) if model is not None else []
+    if model is not None and pairs:
+        olds, news = [head[i].memory for i, _ in pairs], [head[j].memory for _, j in pairs]
+        ps = model.replaces_each(np.stack([vectors[m.id] for m in olds]), np.stack([vectors[m.id] for m in news]),
+                                 [m.content for m in olds], [m.content for m in news])  # fmt: skip
+        for (i, j), p in zip(pairs, ps, strict=True):
             if p >= model.order:
                 relate(i, j, PAIR_MODEL if p >= model.mark else None)
     if not above:

@@ -11,6 +11,7 @@ module with a card naming their data and command (`pair_model.json`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -46,8 +47,25 @@ class PairModel(msgspec.Struct, frozen=True):
 
     def replaces(self, older: np.ndarray, newer: np.ndarray, older_text: str, newer_text: str) -> float:
         """The probability that `newer_text` makes `older_text` no longer current."""
-        z = float(features(older, newer, older_text, newer_text) @ self.weights) + self.bias
-        return 1.0 / (1.0 + np.exp(-z))
+        return float(self.replaces_each(older[None], newer[None], [older_text], [newer_text])[0])
+
+    def replaces_each(
+        self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
+    ) -> np.ndarray:
+        """`replaces` for n pairs at once (rows of `older` and `newer`): the features of `features`,
+        weighed without building them."""
+        d = self.dim
+        w = self.weights
+        jac = [jaccard(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
+        z = (
+            w[0] * np.einsum("ij,ij->i", older, newer)
+            + w[1] * np.asarray(jac, dtype=np.float32)
+            + (older * newer) @ w[2 : 2 + d]
+            + np.abs(older - newer) @ w[2 + d : 2 + 2 * d]
+            + (newer - older) @ w[2 + 2 * d :]
+            + self.bias
+        )
+        return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
 def for_embedder(name: str) -> PairModel | None:
