@@ -109,13 +109,9 @@ def _topic_pairs(
     if len(usable) < 2:
         return []
     m = np.stack([vectors[head[i].memory.id] for i in usable])
-    sims = m @ m.T
-    pairs = []
-    for x, i in enumerate(usable):
-        for y, j in enumerate(usable):
-            a, b = head[i].memory, head[j].memory
-            if asks[i] and asks[j]:
-                continue
-            if sims[x, y] >= topic and a.valid_from < b.valid_from and a.lineage_id != b.lineage_id:
-                pairs.append((i, j))
-    return pairs
+    when = np.array([head[i].memory.valid_from.timestamp() for i in usable])
+    lineage = np.array([head[i].memory.lineage_id for i in usable])
+    asked = np.array([asks[i] for i in usable])
+    ok = (m @ m.T >= topic) & (when[:, None] < when[None, :]) & (lineage[:, None] != lineage[None, :])
+    ok &= ~(asked[:, None] & asked[None, :])
+    return [(usable[x], usable[y]) for x, y in zip(*np.nonzero(ok), strict=True)]
