@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from test_viewer_browser import ALLOW_NO_BROWSER, CHROMIUM, DRIVER, _missing
+from test_viewer_browser import headless
 
 from agentmem import NewMemory
 from agentmem.client import Client
@@ -99,34 +99,8 @@ const out = {};
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    missing = _missing()
-    if missing:
-        if ALLOW_NO_BROWSER:
-            pytest.skip(f"AGENTMEM_ALLOW_NO_BROWSER=1 and {missing}")
-        pytest.fail(f"the browser test needs a browser: {missing}; set AGENTMEM_ALLOW_NO_BROWSER=1 to skip it")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        # no network but loopback; rebind.test is a name that now points at 127.0.0.1 (DNS rebinding)
-        "--proxy-server=http://127.0.0.1:9",
-        "--proxy-bypass-list=rebind.test",
-        "--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-    ):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=str(DRIVER)), options=opts)
-    driver.set_page_load_timeout(120)
-    driver.set_script_timeout(120)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    rules = "MAP rebind.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"  # rebind.test: DNS rebinding
+    yield from headless("--proxy-bypass-list=rebind.test", f"--host-resolver-rules={rules}")
 
 
 @pytest.fixture

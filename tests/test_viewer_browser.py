@@ -39,8 +39,10 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
+def headless(*args: str) -> Iterator[Any]:
+    """A headless Chromium (Selenium) that reaches loopback alone: any other request goes to a dead
+    proxy and names resolve only as `args` map them; fails, or skips with AGENTMEM_ALLOW_NO_BROWSER=1,
+    when there is no browser."""
     missing = _missing()
     if missing:
         if ALLOW_NO_BROWSER:
@@ -51,23 +53,21 @@ def browser() -> Iterator[Any]:
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1280,1400",
-        # no network but loopback: any request elsewhere goes to a dead proxy, and no name resolves
-        "--proxy-server=http://127.0.0.1:9",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-    ):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--proxy-server=http://127.0.0.1:9", *args):  # fmt: skip
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=str(DRIVER)), options=opts)
-    driver.set_page_load_timeout(120)
+    driver.set_page_load_timeout(WAIT)
+    driver.set_script_timeout(WAIT)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    yield from headless("--window-size=1280,1400", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 
 
 def _waits(browser: Any) -> tuple[Any, Any]:
