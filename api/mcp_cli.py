@@ -58,7 +58,7 @@ def serve_http(server: Any, host: str, port: int, settings: Settings) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from api.deadline import with_header_timeout
+    from api.deadline import with_timeouts
     from api.guard import Guard
 
     guard = Guard.of(tokens=False, hosts=settings.allowed_hosts, origins=settings.allowed_origins)
@@ -67,4 +67,4 @@ def serve_http(server: Any, host: str, port: int, settings: Settings) -> None:
         host=host, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
     uvicorn.run(guard.wrap(app), host=host, port=port, log_level="warning",
-                http=with_header_timeout(settings.header_timeout_seconds))  # fmt: skip
+                http=with_timeouts(settings.header_timeout_seconds, settings.body_timeout_seconds))  # fmt: skip

@@ -40,7 +40,7 @@ def run(settings: Settings, **uvicorn_options: Any) -> None:
 
     from agentmem import Memory
     from api.app import create_app
-    from api.deadline import with_header_timeout
+    from api.deadline import with_timeouts
     from indexes.onnx_embed import default_embedder
 
     check_bind(settings)
@@ -57,7 +57,7 @@ def run(settings: Settings, **uvicorn_options: Any) -> None:
         port=settings.port,
         log_level="info",
         timeout_graceful_shutdown=10,
-        http=with_header_timeout(settings.header_timeout_seconds),
+        http=with_timeouts(settings.header_timeout_seconds, settings.body_timeout_seconds),
         **uvicorn_options,
     )
 

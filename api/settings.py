@@ -9,6 +9,7 @@ max_body_bytes = 1048576                 # a request body's limit (413 over it)
 max_import_bytes = 67108864              # POST /v1/import's body limit (64 MiB)
 max_ingest_messages = 500                # most messages one POST /v1/ingest/conversation takes
 header_timeout_seconds = 10              # a connection must send a request's headers within this
+body_timeout_seconds = 60                # ... and a request's whole body within this, from its headers
 allowed_hosts = ["mem.example.com"]      # Host names (or name:port) besides loopback, e.g. behind a proxy
 allowed_origins = ["https://mem.example.com"]  # origins whose pages may call a tokenless server
 sweep_every_minutes = 60                 # the archive sweep inside the server; 0 turns it off
@@ -107,6 +108,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     max_import_bytes: int = 64 * 1024 * 1024  # POST /v1/import's body (an export is about 4 KB a version)
     max_ingest_messages: int = 500  # most messages one POST /v1/ingest/conversation takes
     header_timeout_seconds: float = 10.0  # a connection must send a request's headers within this (api.deadline)
+    body_timeout_seconds: float = 60.0  # ... and a request's whole body within this, from its headers
     allowed_hosts: list[str] = []  # Host names (or name:port) served besides loopback ones (api.guard)
     allowed_origins: list[str] = []  # origins (scheme://host[:port]) whose pages may call a tokenless server
     max_batch: int = 500
@@ -199,6 +201,7 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
         ("AGENTMEM_MAX_IMPORT_BYTES", "max_import_bytes", int),
         ("AGENTMEM_MAX_INGEST_MESSAGES", "max_ingest_messages", int),
         ("AGENTMEM_HEADER_TIMEOUT_SECONDS", "header_timeout_seconds", float),
+        ("AGENTMEM_BODY_TIMEOUT_SECONDS", "body_timeout_seconds", float),
         ("AGENTMEM_SWEEP_EVERY_MINUTES", "sweep_every_minutes", float),
         ("AGENTMEM_CONSOLIDATE_EVERY_MINUTES", "consolidate_every_minutes", float),
     ):
@@ -238,8 +241,9 @@ def load(config: str | Path | None = None, env: dict[str, str] | None = None) ->
     for name in ("max_body_bytes", "max_import_bytes", "max_ingest_messages"):
         if getattr(settings, name) < 1:
             raise ValidationError(f"config: {name} must be at least 1")
-    if not 0 < settings.header_timeout_seconds <= 3600:
-        raise ValidationError("config: header_timeout_seconds must be above 0 and at most 3600")
+    for name in ("header_timeout_seconds", "body_timeout_seconds"):
+        if not 0 < getattr(settings, name) <= 3600:
+            raise ValidationError(f"config: {name} must be above 0 and at most 3600")
     _check_hosts(settings.allowed_hosts, settings.allowed_origins)
     if not 0 < settings.viewer.idle_minutes <= 525_600:
         raise ValidationError("config: viewer.idle_minutes must be above 0 and at most 525600")

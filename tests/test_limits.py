@@ -10,13 +10,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from litestar.testing import TestClient
 
 from agentmem import Memory
 from api.app import create_app
 from api.settings import Settings, load
-from servers import Server
+from servers import ROOT_TOKEN, TOKEN, Server
 from tests.test_api import ENV, auth
 
 USER = {"role": "user", "content": "My favorite editor is vim."}
@@ -114,5 +115,33 @@ def test_a_connection_must_send_its_headers_in_time(tmp_path: Path) -> None:
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:  # a whole request is served
             s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             assert s.recv(100).startswith(b"HTTP/1.1 200")
+    finally:
+        server.close()
+
+
+def test_a_request_body_must_arrive_in_time(tmp_path: Path) -> None:
+    """A body slower than it promised (Content-Length 400, then 10 bytes and a byte now and then)
+    is cut off after body_timeout_seconds, and nothing of it is written."""
+    env = {"AGENTMEM_BODY_TIMEOUT_SECONDS": "1", "AGENTMEM_HEADER_TIMEOUT_SECONDS": "30"}
+    server = Server(tmp_path / "data", env=env)
+    try:
+        server.start()
+        head = (b"POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: 400\r\n\r\n")  # fmt: skip
+        with socket.create_connection(("127.0.0.1", server.port), timeout=6) as s:
+            s.sendall(head + b'{"content"')
+            s.settimeout(0.2)
+            started, got = time.monotonic(), b"-"
+            while got and time.monotonic() - started < 8:
+                try:
+                    s.sendall(b" ")
+                    got = s.recv(100)
+                except TimeoutError:
+                    continue
+                except OSError:
+                    got = b""
+            assert got == b"" and time.monotonic() - started < 4, "the connection stayed open"
+        stats = httpx.get(f"{server.url}/v1/stats", headers={"Authorization": f"Bearer {ROOT_TOKEN}"}, timeout=30)
+        assert stats.status_code == 200 and stats.json()["versions"] == 0, stats.text
     finally:
         server.close()
