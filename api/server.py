@@ -9,19 +9,19 @@ import socket
 from typing import Any
 
 from agentmem.errors import ValidationError
+from api.guard import loopback_name
 from api.settings import Settings, load
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    """Whether binding to `host` serves this machine only: a loopback name, or a name every address of
+    which is loopback (unlike the request guard, a bind address is resolved)."""
+    if loopback_name(host):
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        try:
-            return all(ipaddress.ip_address(info[4][0]).is_loopback for info in socket.getaddrinfo(host, None))
-        except OSError:
-            return False
+        return all(ipaddress.ip_address(info[4][0]).is_loopback for info in socket.getaddrinfo(host, None))
+    except OSError:
+        return False
 
 
 def check_bind(settings: Settings) -> None:
