@@ -19,6 +19,10 @@ from agentmem.store import Store
 from agentmem.supersede import carried
 from indexes.docs import Doc, OutboxEntry
 
+# The version of the text analysis behind BM25's documents (`doc_text`, `supersede.carried`): a
+# change to what is indexed for a version bumps it, and a BM25 index of another version is rebuilt
+# from the store when it is opened. tests/test_documents.py fails when the text changes and it does not.
+ANALYSIS = "1"
 CURRENT = Filter(current_only=True)  # what the indexes hold
 _DOC_COLUMNS = ("id", "title", "content", "project", "agent", "kind", "tier")
 

@@ -38,7 +38,7 @@ from tqdm import tqdm
 from agentmem.audit import AuditEntry
 from agentmem.backend import Indexes, Live
 from agentmem.config import Config
-from agentmem.documents import StoreSource, doc_of
+from agentmem.documents import ANALYSIS, StoreSource, doc_of
 from agentmem.errors import IndexUnavailableError, NotFoundError, StoreError, ValidationError
 from agentmem.filters import Filter
 from agentmem.live import LiveSet
@@ -171,12 +171,14 @@ class Engine:
                     self.source,
                     dim=embedder.dim,
                     model=self.model,
+                    analysis=ANALYSIS,
                     flush_every=config.vector_flush_every,
                     lock=self.writer.lock,
                 )
             self.provider = Provider(config.provider, self.store, self.writer.lock) if config.provider else None
             if self.indexes.rebuilt:
-                self.audit_rebuild(list(self.indexes.rebuilt), "startup", "index missing or damaged on open", True)
+                why = "index missing, damaged or of another text analysis on open"
+                self.audit_rebuild(list(self.indexes.rebuilt), "startup", why, True)
         except BaseException:
             self.store.close()
             raise

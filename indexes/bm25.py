@@ -41,13 +41,19 @@ class BM25Index:
     [(1, 0.28...)]
     """
 
-    def __init__(self, path: Path, *, _fresh: bool = False) -> None:
+    def __init__(self, path: Path, *, analysis: str = "", _fresh: bool = False) -> None:
+        """`analysis` names the text analysis that made the documents' text: an index built by
+        another one is refused (IndexCorrupt), so its owner rebuilds it from the store."""
         self.path = path
+        self.analysis = analysis
         self._meta_path = path / "bm25.meta.json"
         self._lock = threading.Lock()
         meta = read_meta(self._meta_path)
         if not _fresh and (meta is None or meta.get("schema_version") != SCHEMA_VERSION):
             raise IndexCorrupt(f"BM25 index at {path} is missing or from another schema")
+        if not _fresh and meta is not None and meta.get("analysis", "") != analysis:
+            built = meta.get("analysis", "")
+            raise IndexCorrupt(f"BM25 index at {path} holds text of analysis {built!r}, not {analysis!r}")
         try:
             self._index = tantivy.Index(_schema(), path=str(path / "tantivy"), reuse=True)
             self._writer: tantivy.IndexWriter | None = self._index.writer(heap_size=50_000_000, num_threads=1)
@@ -68,18 +74,23 @@ class BM25Index:
             raise IndexCorrupt(f"BM25 index at {path} holds {n} documents, its meta says {meta.get('count')}")
 
     @classmethod
-    def create(cls, path: Path) -> BM25Index:
-        """An empty index at `path`, replacing whatever was there."""
+    def create(cls, path: Path, analysis: str = "") -> BM25Index:
+        """An empty index at `path` for text of `analysis`, replacing whatever was there."""
         shutil.rmtree(path, ignore_errors=True)
         (path / "tantivy").mkdir(parents=True)
-        ix = cls(path, _fresh=True)
+        ix = cls(path, analysis=analysis, _fresh=True)
         ix._write_meta()
         return ix
 
     def _write_meta(self) -> None:
         write_meta(
             self._meta_path,
-            {"schema_version": SCHEMA_VERSION, "applied_seq": self.applied_seq, "count": self.count()},
+            {
+                "schema_version": SCHEMA_VERSION,
+                "analysis": self.analysis,
+                "applied_seq": self.applied_seq,
+                "count": self.count(),
+            },  # fmt: skip
         )
 
     def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int, *, commit: bool = True) -> None:

@@ -97,10 +97,12 @@ class IndexSet:
         *,
         dim: int,
         model: str,
+        analysis: str = "",
         flush_every: int = 2000,
         lock: threading.RLock | None = None,
     ) -> None:
         self.path = path
+        self.analysis = analysis  # the text analysis of the documents: a BM25 index of another is rebuilt
         self.source = source
         self.dim = dim
         self.model = model
@@ -118,7 +120,7 @@ class IndexSet:
 
     def _open_bm25(self) -> BM25Index:
         try:
-            ix = BM25Index(self.path / "bm25")
+            ix = BM25Index(self.path / "bm25", analysis=self.analysis)
             if len(ix.ids()) != ix.count():
                 ix.close()
                 raise IndexCorrupt("BM25 id column does not match its document count")
@@ -127,7 +129,7 @@ class IndexSet:
             self._note_rebuild("bm25", self.path / "bm25", exc)
             with self._hold():
                 self._install(self._build_bm25(), "bm25")
-            return BM25Index(self.path / "bm25")
+            return BM25Index(self.path / "bm25", analysis=self.analysis)
 
     def _open_vectors(self) -> VectorIndex:
         try:
@@ -178,7 +180,7 @@ class IndexSet:
     def _build_bm25(self) -> Path:
         """A complete BM25 index in a side directory (a crash mid-build leaves the old one, or none)."""
         path = self.path / "bm25.rebuild"
-        ix = BM25Index.create(path)
+        ix = BM25Index.create(path, self.analysis)
         try:
             self._fill(ix, "rebuild bm25")
         finally:
@@ -344,7 +346,7 @@ class IndexSet:
                     if name == "bm25":
                         self.bm25.close()
                         self._install(built, "bm25")
-                        self.bm25 = BM25Index(self.path / "bm25")
+                        self.bm25 = BM25Index(self.path / "bm25", analysis=self.analysis)
                     else:
                         self._install(built, "vectors")
                         self.vectors = VectorIndex(self.path / "vectors", self.dim, self.model)
