@@ -16,7 +16,6 @@ import numpy as np
 
 from agentmem import adjudicate, claims, validate
 from agentmem.audit import AuditEntry
-from agentmem.currentness import pair, strict
 from agentmem.engine import Engine, gated
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
@@ -171,12 +170,6 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tup
         thresholds=engine.config.thresholds,
         cosines=cosines,
     )
-    target = decision.target
-    if decision.outcome == "superseded" and target is not None and decision.reason in strict.JUDGED:
-        older = w.vector(target.content_hash)
-        older = ix.vectors_of([target.id]).get(target.id) if older is None else older
-        if strict.vetoed(pair.for_embedder(engine.model), decision.reason, older, vector, target.content, new.content):
-            decision = Decision("created", near=decision.near)
     return decision, candidates
 
 

@@ -13,10 +13,9 @@ import pytest
 from conftest import Clock
 
 from agentmem import Memory
-from agentmem.currentness import pair, strict
+from agentmem.currentness import pair
 from agentmem.currentness.order import PAIR_MODEL, SAME_QUESTION, order
 from agentmem.records import Hit, MemoryVersion, ScoreParts
-from agentmem.supersede import Thresholds, decide
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 4
@@ -161,49 +160,3 @@ def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
         for o, n, a, b in zip(older, newer, *texts, strict=True)
     ]
     assert np.allclose(model.replaces_each(older, newer, *texts), by_features, atol=1e-6)
-
-
-# -- write time: a value rule retires a memory only with the model's assent ----------------------
-
-
-def test_the_model_vetoes_only_the_value_rules_and_only_below_its_order_level() -> None:
-    older, newer = unit(1, 0.2, 0, 0), unit(1, 0.4, 0, 0)
-    doubtful, likely = model(-2.0), model(0.0)  # sigmoid: 0.12 and 0.5 against order 0.3
-    assert strict.vetoed(doubtful, "new value", older, newer, "a", "b")
-    assert strict.vetoed(doubtful, "moved", older, newer, "a", "b")
-    assert not strict.vetoed(likely, "new value", older, newer, "a", "b")
-    for reason in ("similarity", "same value", "new answer", "key", "triple", None):
-        assert not strict.vetoed(doubtful, reason, older, newer, "a", "b")
-    assert not strict.vetoed(None, "new value", older, newer, "a", "b")  # another embedder: the rules alone
-    assert not strict.vetoed(doubtful, "new value", None, newer, "a", "b")  # no vector for the older one
-    assert not strict.vetoed(doubtful, "new value", unit(1, 0, 0, 0, 0), newer, "a", "b")
-
-
-@pytest.mark.model
-def test_a_value_rule_the_model_doubts_keeps_both_facts(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
-    older, newer = "Mira collects vinyl records by Miles Davis.", "Mira also collects records by John Coltrane."
-    judge = pair.shipped()
-    a_vec, b_vec = real_embedder.embed([older, newer])
-    assert judge.replaces(a_vec, b_vec, older, newer) < judge.order  # the model doubts it ...
-    cosine = {1: float(a_vec @ b_vec)}
-    found = decide(kind="fact", content=newer, triple_object=None, keyed=None, slotted=None, exact=None,
-                   candidates=[version(1, older)], thresholds=Thresholds(), cosines=cosine)  # fmt: skip
-    assert (found.outcome, found.reason) == ("superseded", "new value")  # ... where a value rule fires
-    clock = Clock(T0)
-    with Memory(tmp_path / "d", embedder=real_embedder, clock=clock) as mem:
-        a = mem.remember(older, project="p").memory.id
-        clock.advance(days=7)
-        second = mem.remember(newer, project="p")
-        assert second.outcome == "created" and mem.get(a).status == "active"
-        hits = mem.recall("whose records does Mira collect?", project="p")
-        assert {a, second.memory.id} <= {h.memory.id for h in hits}
-
-
-@pytest.mark.model
-def test_a_change_both_the_rule_and_the_model_see_is_superseded_at_write(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
-    clock = Clock(T0)
-    with Memory(tmp_path / "d", embedder=real_embedder, clock=clock) as mem:
-        a = mem.remember("The team standup is at 9:15.", project="p").memory.id
-        clock.advance(days=7)
-        second = mem.remember("Standup moved to 10:00.", project="p")
-        assert (second.outcome, second.superseded_id) == ("superseded", a)
