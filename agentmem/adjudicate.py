@@ -1,32 +1,9 @@
 """Optional adjudication by a model of the pairs the supersession rules leave undecided.
 
-When the configured provider has `adjudicate = true`, a new memory the rules would simply create
-is put to it together with the current memories it may replace, but that no rule is sure of:
-
-- the *hint band*: Jaccard similarity from `Thresholds.hint` up to `supersede` (the memories a
-  reply lists as `near_duplicates`), and
-- *same-slot* statements: a sentence of the old memory and one of the new state the same slot
-  with another value (`agentmem.slots.same_slot`, the test recall uses to mark `older_than`,
-  with the new memory's own words as the query).
-
-Only memories that are strictly older (`valid_from`) than the new one are put to it, at most
-`MAX_PAIRS`, and never events or observations (they take no part in supersession). The prompt
-names them by ordinals (1, 2, ...) with their dates, never by ids, so it is a pure function of the
-texts and dates; the provider caches its reply by the hash of the request. For each it answers:
-
-  update         the fact changed: the newer statement is how it is now   -> supersede, newer wins
-  contradiction  both cannot be true: the newer statement is taken        -> supersede, newer wins
-  refinement     the newer says the same, more precisely or completely    -> supersede (the newer
-                 carries it all; the older stays in history, its reason says it was not wrong)
-  unrelated      another fact                                             -> keep both
-
-A new version continues one lineage, so the first memory (in the order they were put) ruled
-update or contradiction is superseded, else the first ruled refinement; the reason (`model
-update: <the model's reason>`) is the death record's `supersede_reason` and the audit entry's.
-
-The model is asked outside the write unit (`agentmem.writes.remember` decides, asks, then
-decides again and applies a ruling only to a memory still current with the same content), and a
-failure or timeout of the provider leaves the rules' decision, with a log line.
+With `[provider] adjudicate = true`, the near duplicates and same-slot statements a new memory
+meets are put to the provider, named by ordinals; each ruling (update, contradiction, refinement,
+unrelated) is applied outside the write unit, and a failed reply leaves the rules' decision.
+Details: docs/design/modules.md#adjudicate.
 """
 
 from __future__ import annotations

@@ -1,58 +1,8 @@
-"""Claims, not chunks: each sentence of a conversational turn that states something is a memory of its own.
+"""Claims, not chunks: each sentence of an observed turn that states something is a memory of its own.
 
-A turn written with `observe()` (the hooks, `POST /v1/observations`, the MCP `observe` tool) or by
-conversation ingest (`agentmem.admission.scan`: each eligible message) is kept whole, as evidence:
-an observation, never superseded. Each of its sentences that states something
-becomes a *claim* (kind `claim`), derived from the turn (`source_ids` = [turn], a `derived_from`
-link: `Memory.provenance`) and decided like any `remember()`, in the same write unit as the turn:
-created; or reinforcing the same current claim, which then links this turn as more evidence; or
-superseding the claim it replaces, by the rules of `agentmem.supersede`. A turn holds five facts,
-three alive and two dead: its claims say which.
-
-Sentences are split by sentencex (Wikimedia's rule-based splitter: no model, no data download, one
-small pure-Python package; it knows abbreviations like "Dr." and "e.g."), through
-`agentmem.admission.extract.sentences`: one line at a time (a chat line or a list item ends a
-sentence), list markers and fillers dropped, a fenced block kept whole. It is what admission and the
-recall-time slot test already use, so a sentence is the same sentence everywhere; and it is kept
-(1.0.32, 2026). Also looked at: pysbd (rule-based too; last release 0.3.4, 2021), nltk punkt (a
-large dependency, and its model is a data download at run time), blingfire (a native library;
-last release 2021) and syntok (pure Python; last release 2022): each would be a second splitter
-for no gain. A sentence *states something* when
-
-- it is no question ("?") and no remark about the talk itself: a request or a courtesy ("can you",
-  "please", "thanks", "let me check", "here is", "That's really helpful!"), or something
-  hypothetical or intended ("if", "maybe", "I'm (also) thinking of", "I want to"):
-  `agentmem.admission.policy.remark`. A rule must never retire a fact because someone wondered
-  aloud about another; so a sentence whose later clause opens with an intent or a hedge ("My
-  friend Rachel just moved back to the suburbs, so I was thinking of ...") states only what comes
-  before it (`policy.before_hedge`);
-- the admission screens pass: no secret, command, path, generated output or code;
-- it has at least `ClaimRules.min_words` content words (`supersede.words`, stopwords out: two, as a
-  change is often said briefly, "we ship on Fridays now"), and at most `max_words` (longer is pasted
-  material, not a statement).
-
-Only what someone said becomes claims: an observation with a title (the hooks put the tool's name
-there: "Used Edit: ...") records what a tool did, and is kept whole only; a leading speaker label
-("User asked: ...", the hook recipe's prompt) and a lead-in label ("Quick update:", "FYI:",
-`agentmem.text.without_lead_in`, which the rules also read past) are left out of the claim. At most `max_per_turn`
-claims are taken from one turn (the first ones), so a pasted document costs a bounded number of
-embeddings and rule checks. Claims meet claims only (`agentmem.writes`): what was said in passing
-never retires a remembered or consolidated memory, nor is it reinforced or replaced by one (the
-recall-time slot test still puts the newer of the two first).
-
-Recall ranks claims and turns together, then rolls them up (`roll_up`) so that a reply reads
-naturally, one hit per turn: the best-ranked of a turn and its claims stands for them all, in its
-place. A claim that ranks above its turn is shown as the claim, carrying the turn it was said in
-(`Hit.stated_in`); a turn that ranks above its claims is shown whole (the claims say nothing it does
-not). The slot test at recall (`agentmem.slots`) reads a claim by its own sentence:
-read with its whole turn, a live claim ("the shop API is written in Go") would be marked older for
-a dead sentence beside it ("we deploy it on Fly.io"). A turn whose sentence that best answers the
-query is a superseded claim is older news (unless the claim was only said again in other words,
-`RESTATED`): it is marked `older_than` the hit that stands for the claim that replaced it (the
-claim's id when no hit of the reply does), reason `claim superseded`, and goes directly under that
-hit when it is in the reply (`agentmem.currentness.order`); asked with history, the
-superseded claim itself comes back with its death record (by whom, when, why). When consolidation
-archives turns into an abstraction, the claims said only in them go with them.
+The turn is kept whole as evidence; its claims are decided like `remember()` in the same write unit,
+so a conversation's changes supersede sentence by sentence. `roll_up` shows one hit per turn in
+recall. Why these rules, and the splitters not chosen: docs/design/modules.md#claims.
 """
 
 from __future__ import annotations

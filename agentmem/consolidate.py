@@ -1,26 +1,8 @@
 """Consolidation: observations become episodes, recurring evidence becomes semantic memories,
 recurring steps become procedures, each linked to the evidence it came from.
 
-- **Episodic**: a session's raw observations (tier `working`) become one `event` in tier
-  `episodic` (`source_ref` "session:<id>"): the time span, the concepts, files and tools
-  involved and the most central observations. New observations later give it a new version.
-- **Semantic**: current observations and episodes of one project are clustered by embedding
-  cosine (and kept apart when their triples name different subjects). A cluster supported by
-  at least `min_sessions` distinct sessions becomes one memory in tier `semantic`, written
-  through `remember()`, so it takes part in supersession like any other. Each later run that
-  finds current evidence for it (its children, or new evidence, which it links) reinforces it
-  instead of making a duplicate; once it has been reinforced `archive_after` times its children
-  are archived (never deleted) and the abstraction stands in for them. With no current
-  evidence left, a run leaves it alone.
-- **Procedural**: observations that carry a tool or action (their `title`) form, per session,
-  an ordered list of steps. Contiguous runs of `min_steps` or more steps seen in at least
-  `min_sessions` sessions become a `procedure` (tier `procedural`, key "procedure:<steps>")
-  with its trigger (the first step), its steps and how often it was seen; seen in more
-  sessions later, it gets a new version with a higher frequency and confidence.
-
-With no provider the text of an abstraction is built from its evidence alone, so the same
-input always gives the same output. With a provider (agentmem.provider) the episode and
-semantic texts are worded by it; a failed reply skips that piece and is counted.
+Without a provider the same input gives the same output. The three passes:
+docs/concepts/consolidation.md; their rules in full: docs/design/modules.md#consolidate.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """The engine of one data directory (or one node on a shared database): the store of record,
 the live set, the indexes and the writer.
 
-Every change goes through one write unit (`agentmem.unit.Write`): either batched with other
-callers' (`engine.run(job)`, group commit: one DuckDB transaction and one index apply for the
-whole batch) or alone (`with engine.write() as w:`, for services that read the store while
-they write). After each commit, once: the live set takes the unit's changes, and the indexes
-apply its outbox entries from the documents at hand. Text search sees them after the next
-BM25 commit, which a recall forces when anything waits (read your writes), which the writer
-makes every `text_commit_every` changes, and which the background thread makes after
-`text_commit_seconds`. A failed index write never fails a committed change: the outbox
-replays it.
-
-On PostgreSQL (`database_url`) the store, the current versions and search are the database's
-(`agentmem.postgres`): a unit decides inside a transaction that holds its locks, the commit
-indexes in that same transaction, and nothing is kept in this process but caches, so every
-node on the database serves every request the same way.
+Every change goes through one write unit; after each commit the live set and the indexes apply it
+once, and a failed index write is replayed from the outbox. How a write flows:
+docs/design/architecture.md and docs/design/modules.md#engine.
 """
 
 from __future__ import annotations

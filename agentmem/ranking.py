@@ -25,7 +25,7 @@ class Weights(msgspec.Struct, frozen=True):
     recency: float = 0.25
     recency_half_life_days: float = 90.0
     # A time window's boost: score x (1 + w x fit), fit 1 inside the window (agentmem.timewindow); `time` for an
-    # explicit time_range, `time_query` for a window read from the query (chosen on LongMemEval, see the README).
+    # explicit time_range, `time_query` for a window read from the query (chosen on LongMemEval: docs/design/index.md).
     time: float = 0.5
     time_query: float = 0.5
     # A memory that is a question and its answer, asking the query's own question ("Who won the Super Bowl

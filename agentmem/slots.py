@@ -1,45 +1,8 @@
 """The slot rules of recall: two hits that state one slot with different values.
 
-A rule may not be sure enough to supersede an old memory, and observations never supersede at
-all. Recall still has to say which of two hits is current when both state the same slot with
-different values. Two hits do when a sentence of each (split by sentencex) that states
-something (it holds a value: a number, a name, a version) either
-
-- passes a supersession rule's same-slot test (`agentmem.supersede`: a new value, a new state,
-  a stated move), or
-- answers the query the same way with another value: the two sentences that best match the
-  query share at least `query_words` of its content words (not names: those say whose slot,
-  not which), and at least half of those either
-  one has ("4 projects since starting painting classes" and "3 new brushes for the painting
-  classes" share only the classes), and each has a value the other
-  lacks, of one shape (a number for a number, or a name for a name). "My highest score in
-  Ticket to Ride is 124" and, later, "I just got my highest score in Ticket to Ride - 132
-  points" for "what is my highest score in Ticket to Ride?".
-- or, when both are things said in a conversation (observations and claims: `SAID`), answers
-  the query the same way in other words, with or without a value: the two sentences share at
-  least `query_words` of its content words and half of all of them (as above, and also half of
-  the query's), the newer one says something the older did not, and it has a value of each
-  shape the older one has. "I dedicate about an hour each day to coding exercises", later
-  "about two hours each day", for "how much time do I dedicate to coding exercises each day?";
-  "she's still stuck on her old paper grocery list", later "my mom is using the same grocery
-  list app as me now". Not "my highest score is 124" and then "my highest score came when I
-  played with Alice": a sentence without the number never wins over the one with it.
-  Remembered memories keep to the value rules: a curated fact is not marked older for a
-  sentence that merely talks about the same thing.
-- or states a change the word-set rules miss because each sentence says more than the change
-  (`stated_change`, read clause by clause), of a slot the query asks about: a stated move of the
-  thing the older one places ("I'll leave the "Ethereal Dreams" painting above my living room
-  sofa", later "I recently moved the "Ethereal Dreams" painting by Emma Taylor above my bed"), or
-  a new running total ("I've lost 5 pounds in the past month", later "I've lost 10 pounds since I
-  started going to the gym").
-
-Two texts that are each a question and its answer state the same slot when they ask the same
-question (`supersede.question_slot`), and never otherwise.
-
-`pairs` finds them; `agentmem.currentness.order` places the newer (strictly later `valid_from`)
-above the older, which goes directly under it, unmarked (marked `same question` when both ask one
-question). Events
-take no part (a later event does not make an earlier one untrue).
+Used by `agentmem.currentness.order` to put the newer statement first when no rule was sure enough
+to supersede at write time (and observations never supersede). `pairs` finds them; `same_slot`,
+`stated_change` and `claims` are the tests. The cases, with examples: docs/design/modules.md#slots.
 """
 
 from __future__ import annotations

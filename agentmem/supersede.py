@@ -1,45 +1,9 @@
 """The rules that decide whether a new memory is new, repeats a current one, or replaces one.
 
-In order: the same explicit key, then the same triple slot (subject + predicate), then the
-same normalised content (reinforce), then the best current memory that the new one replaces
-by its words. A plain-text memory replaces another in two ways:
-
-- *restatement*: Jaccard similarity of normalised tokens at least `supersede`, cosine
-  similarity of the embeddings at least `restate_cosine`, and neither memory names a
-  subject word the other lacks on both sides (the descriptive words of one are contained
-  in the other's: "the staging database ..." never restates "the production database ...",
-  and the new one adds at most one descriptive word for every two of the old one's);
-- *same slot, new value*: the descriptive words match in the same way, and what differs is
-  one value replaced by another: a single run of number, version, name or time tokens ("port 3000" -> "port
-  4000", "Jenkins" -> "GitHub Actions"), not in the leading position of both sentences,
-  with cosine similarity at least `value_cosine`; or a definite subject that now is
-  something else ("the default branch is master" -> "the default branch is main").
-  Descriptive words are compared loosely here: light verbs, irregular forms and the words
-  of a bound ("limit", "capped", "maximum") meet; a possessor the other text lacks, or many
-  descriptive words only the new text has, name another subject. A new text that says it
-  is how things stand now ("... now", "this week") needs only `marked_cosine` and may
-  change a leading name.
-- *a stated move*: the new text says outright that the slot moved on, with "now", a change
-  verb ("we switched / moved / migrated to X", "X replaced Y", "... instead") or a retraction
-  ("we no longer use Y", "we don't use Y anymore"); the descriptive words match as for a new
-  value, and either one run of values is replaced by one of the same shape (wherever it sits:
-  "We deploy the shop API on Fly.io" -> "We're on Render now for the shop API"), or the new text
-  names the old value as what it replaced or dropped ("GitHub Actions replaced Jenkins for CI",
-  "We no longer use Jenkins"). It needs `marked_cosine`.
-- *a new answer*: both are a question and its answer ("Who leads the payments team? Priya."),
-  the same question (normalised tokens) with another answer; at `value_cosine`. Two different
-  questions with different answers are two slots: neither replaces the other by any rule (with
-  the same answer, a paraphrased question may restate the other).
-
-A restatement keeps each word's role: a word that is the action one text states ("is slicing",
-"are being cut", "is thrown") is never, in the other, only a thing or a quality ("onion slices",
-"a cut onion"), in no verb's form ("-ing", "-ed", an irregular past, after "we" / "I" / "they").
-The stems meet, the claims do not: "a man is eating onion slices" is not "a man is slicing an
-onion". The value rules read words loosely and judge by the value ("The backend team is led by
-Alice" -> "The backend team lead is Priya" is a new value).
-
-Events and observations never supersede and are never superseded. Memories filed under
-different keys or triple slots never meet.
+In order: the same key, the same triple slot, the same normalised content (reinforce), then a
+restatement, a stated move, a new answer to the same question, or the same slot with a new value.
+Events and observations take no part. Thresholds are `Thresholds`. The rules with examples:
+docs/concepts/supersession.md; how each was chosen: docs/design/modules.md#supersede.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 # Snowball's English stemmer (Porter2), the C build from PyStemmer. It replaced a hand-written
-# suffix stripper that left "postgre" and "runn" (see the README's "Libraries" section for the figures).
+# suffix stripper that left "postgre" and "runn" (figures: docs/design/libraries.md).
 # A PyStemmer object is not thread-safe: each thread gets its own (request threads and the writer).
 _SNOWBALL = threading.local()
 

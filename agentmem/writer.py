@@ -1,24 +1,8 @@
 """Group commit: concurrent writes queue up, and one thread at a time commits them in batches.
 
-Each write is a job, a function of a `Write` unit. A caller queues its job and then competes
-for the writer's lock; whoever holds it (the leader) takes every job queued so far, runs them
-in arrival order against one unit, so a later job sees what an earlier one did, commits that
-unit once (one DuckDB transaction, one index apply) and wakes each caller with its own result
-or error. A job that raises leaves no trace in the unit; the others in its batch commit.
-
-An exclusive unit (`Writer.exclusive`) commits whatever is queued first, then holds the writer
-for one caller: services that read the store while they write (sweep, delete, import) see
-every acknowledged write and nothing half-done.
-
-A store shared by several processes (PostgreSQL) decides inside a database transaction that
-holds its locks: when the database gives up on one (a deadlock, a lock that timed out: an
-error in `retryable`), the unit is aborted and the whole batch runs again on a fresh one, after
-a pause that doubles each time (with jitter, so nodes that collided do not collide again), until
-`deadline` seconds have passed since its first run: then every caller hears the last conflict.
-A job that breaks the unit's transaction (a database error: `Write.broken`) gets its own error,
-and the rest of the batch runs again without it on a fresh unit. A commit refused for bad input
-(an error with a 4xx status) is retried one job at a time, so only the job that brought the bad
-value fails.
+The leader runs every queued job in arrival order against one `Write` unit and commits it once; a
+failing job leaves no trace, and on a shared database a refused batch runs again with jittered
+backoff until `deadline`. How batches, exclusive units and retries behave: docs/design/modules.md#writer.
 """
 
 from __future__ import annotations

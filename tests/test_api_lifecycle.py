@@ -165,7 +165,7 @@ def test_consolidation_over_http(client: TestClient, memory: Memory) -> None:  #
     assert client.get(f"/v1/memories/{sem}/provenance", headers=auth("wrong")).status_code == 404
 
 
-@pytest.mark.parametrize("source", ["README.md", "api/settings.py"])
+@pytest.mark.parametrize("source", ["docs/operations/configuration.md", "api/settings.py"])
 def test_documented_config_examples_load(tmp_path, source: str) -> None:  # type: ignore[no-untyped-def]
     """The TOML shown to users is a valid config (with a real secret in place of the elided hash)."""
     import re

@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def real_sentences(n: int) -> list[str]:
     """`n` distinct sentences of real prose: this repository's documents and the model's card."""
-    docs = sorted(REPO.glob("*.md")) + sorted(REPO.glob("benchmarks/*.py")) + sorted(REPO.glob("agentmem/*.py"))
+    docs = sorted(REPO.glob("*.md")) + sorted(REPO.glob("docs/**/*.md")) + sorted(REPO.glob("benchmarks/*.py"))
+    docs += sorted(REPO.glob("agentmem/*.py"))
     docs.append(onnx_embed.weights_dir() / "README.md")
     seen: dict[str, None] = {}
     for doc in docs:

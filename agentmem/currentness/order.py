@@ -1,26 +1,8 @@
 """Recall's currentness stage: the newer statement of a topic first, the older directly under it.
 
-Among the best `window` hits, an older hit (earlier `valid_from`) goes directly under a newer one when
-
-- the two are about one topic, and may be one fact told twice: the cosine of their vectors is at
-  least the model's `topic` (unrelated memories lie far below it) and the pair model's
-  probability that the newer replaces the older at least its `order` (reached by 90% of the
-  replacing pairs it was trained on). The newer ranks first and nothing is marked: recall is
-  bold, two true facts both stay, in the order they were learnt;
-- or a slot rule of `agentmem.slots` pairs them: the newer ranks first, unmarked (on natural
-  writing nobody tuned on, the rules paired three look-alike facts for every update, so they order
-  and do not mark);
-- or something says the newer replaces the older, and then the older is also marked `older_than`
-  the newer one, with `older_reason` naming what said so: `pair model` (the learned model of
-  `agentmem.currentness.pair`, at its `mark` threshold), `same question` (two texts that are each
-  a question and its answer, asking the same question with another answer), or `claim superseded`
-  (a turn whose answer a later claim replaced, `agentmem.claims`).
-
-An older hit never goes below unrelated memories, and nothing leaves the reply: the group of a
-topic stands where its best-ranked member stood, newest first. Events take no part (a later event
-does not make an earlier one untrue), nor do two versions of one lineage. Two hits that are each a
-question and its answer are one slot only when they ask the same question (the slot rules say so),
-never by the model.
+Among the best `window` hits, the pair model, the slot rules and upstream marks pair an older hit
+with a newer one; only sure evidence marks it `older_than`. Nothing leaves the reply and nothing
+sinks below unrelated memories. Why: docs/design/currentness.md, docs/design/modules.md#currentness-order.
 """
 
 from __future__ import annotations

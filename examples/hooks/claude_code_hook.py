@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A Claude Code hook for agentmem: one script for every event, standard library only.
 
-Claude Code runs it with the event's JSON on stdin (see README, "Hook recipes"):
+Claude Code runs it with the event's JSON on stdin (see docs/guides/claude-code.md):
 
 - SessionStart: prints what agentmem knows about the project, as additional context for the session.
 - UserPromptSubmit: logs the prompt as an observation and adds the memories relevant to it.
