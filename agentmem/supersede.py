@@ -39,7 +39,8 @@ onion". The value rules read words loosely and judge by the value ("The backend 
 Alice" -> "The backend team lead is Priya" is a new value).
 
 Events and observations never supersede and are never superseded. Memories filed under
-different keys or triple slots never meet.
+different keys or triple slots never meet. A key is an identity, never a guess: a memory with a
+key meets only the memory filed under that key, and one without a key never meets a keyed one.
 """
 
 from __future__ import annotations
@@ -511,9 +512,10 @@ def decide(
     new_tokens = token_set(content)
 
     def other_slot(c: MemoryVersion) -> bool:
-        """Two memories filed under different keys (or triple slots) are different facts."""
+        """Two memories filed under different keys (or triple slots) are different facts; a key is
+        an identity, so a keyed memory and one without a key are different facts too."""
         c_slot = slot_of(c.triple.subject, c.triple.predicate) if c.triple else None
-        return bool((key and c.key and c.key != key) or (slot and c_slot and c_slot != slot))
+        return bool(((key or c.key) and c.key != key) or (slot and c_slot and c_slot != slot))
 
     candidates = [c for c in candidates if not other_slot(c)]
     scored = sorted(
