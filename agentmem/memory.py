@@ -375,7 +375,8 @@ class Memory:
         except IndexFailure:
             return hits
         return [
-            h if (v := vectors.get(h.memory.id)) is None or v.shape != qv.shape
+            h
+            if (v := vectors.get(h.memory.id)) is None or v.shape != qv.shape
             else msgspec.structs.replace(h, parts=msgspec.structs.replace(h.parts, cosine=round(float(v @ qv), 4)))
             for h in hits
         ]

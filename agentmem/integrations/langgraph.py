@@ -59,8 +59,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentmem import MemoryAPI, MemoryVersion
-from agentmem.errors import NotFoundError, ValidationError
+from agentmem import MemoryAPI, MemoryVersion, NotFoundError, ValidationError
 from agentmem.integrations.langgraph_index import VectorSpace
 from agentmem.integrations.langgraph_values import Stored, content_of, matches, stored_of
 
@@ -114,7 +113,7 @@ class AgentMemStore(BaseStore):
         self.index_config = index  # as LangGraph's stores keep it
         self.index = None if index is None else VectorSpace(index, fallback)
         self.embeddings = None if self.index is None else self.index.embeddings
-        self.ttl_config = _ttl_config(ttl)
+        self.ttl_config: TTLConfig = _ttl_config(ttl)
         self._sweeper: tuple[threading.Event, concurrent.futures.Future[None]] | None = None
 
     # -- BaseStore's two abstract methods; get/put/search/delete/list_namespaces come from it
@@ -124,7 +123,7 @@ class AgentMemStore(BaseStore):
         results: list[Result] = []
         for op in ops:
             if isinstance(op, SearchOp) and isinstance(op.namespace_prefix, list):
-                op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
+                op = SearchOp(tuple(op.namespace_prefix), *op[1:])  # LangGraph's search() passes a list through
             validate_op_namespace(op)
             check_labels(op)
             if isinstance(op, GetOp):
@@ -185,7 +184,7 @@ class AgentMemStore(BaseStore):
         if op.query and self.index is None:
             found = self._recalled(op, projects, wanted)
         else:
-            listed = [(m, s) for m, s in self._listed(projects, op) if not op.filter or matches(s.value, op.filter)]
+            listed = [(m, s) for m, s in self._listed(projects, op) if wanted_by(op.filter, m, s)]
             found = self._ranked(op.query, listed) if op.query else [(m, s, None, None) for m, s in listed]
         page = found[op.offset : wanted]
         return [
@@ -269,10 +268,10 @@ class AgentMemStore(BaseStore):
         k = min(PAGE, wanted * 5 if op.filter else wanted + 10)
         hits = [h for p in projects for h in self.memory.recall(op.query, project=p, k=k)]
         hits.sort(key=lambda h: -h.score)  # stable: each project's own order stays
-        out = []
+        out: list[tuple[MemoryVersion, Stored, float | None, float | None]] = []
         for h in hits:
             stored = stored_of(h.memory.content)
-            if stored.index is False or (op.filter and not matches(stored.value, op.filter)):
+            if stored.index is False or not wanted_by(op.filter, h.memory, stored):
                 continue
             out.append((h.memory, stored, h.parts.cosine, h.score))
         return out
@@ -348,6 +347,16 @@ class AgentMemStore(BaseStore):
 
 
 # -- the mapping, as plain functions (tested on their own)
+
+
+def wanted_by(conditions: dict[str, Any] | None, m: MemoryVersion, stored: Stored) -> bool:
+    """Whether an item passes a search filter: "kind" and "tier" compare with the memory's own
+    (a string in a value became them), every other key with the value."""
+    if not conditions:
+        return True
+    pushed = {f: v for f, v in conditions.items() if f in PUSHED_DOWN and isinstance(v, str)}
+    rest = {f: v for f, v in conditions.items() if f not in pushed}
+    return all(getattr(m, f) == v for f, v in pushed.items()) and matches(stored.value, rest)
 
 
 def _embed_function(memory: MemoryAPI) -> Callable[[list[str]], list[list[float]]] | None:

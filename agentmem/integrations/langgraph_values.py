@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from agentmem.errors import ValidationError
+from agentmem import ValidationError
 
 TEXT = "content"  # the value field that holds a memory's text
 INDEX, TTL = "$index", "$ttl"
@@ -39,9 +39,9 @@ def content_of(value: Mapping[str, Any], index: Index = None, ttl: float | None 
     if taken:
         raise ValidationError(f"value: the keys {', '.join(taken)} are reserved by agentmem's LangGraph store")
     text = value.get(TEXT)
-    plain = set(value) == {TEXT} and isinstance(text, str) and text and text == text.strip()
-    if plain and index is None and ttl is None and _json_object(text) is None:
-        return text  # type: ignore[return-value]
+    if isinstance(text, str) and set(value) == {TEXT} and index is None and ttl is None:
+        if text and text == text.strip() and _json_object(text) is None:
+            return text
     extra = {k: v for k, v in ((INDEX, index), (TTL, ttl)) if v is not None}
     return json.dumps({**value, **extra}, ensure_ascii=False, sort_keys=True)
 
