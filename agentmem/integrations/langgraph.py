@@ -152,9 +152,9 @@ class AgentMemStore(BaseStore):
         m, stored = found
         if op.refresh_ttl:
             m = self._refresh(m, stored)
-        item = self._item(m, stored)
-        return Item(value=item.value, key=item.key, namespace=item.namespace, created_at=item.created_at,
-                    updated_at=item.updated_at)  # fmt: skip
+        created, updated = self._times(m)
+        return Item(value=stored.value, key=key_of(m), namespace=namespace_of(m.project), created_at=created,
+                    updated_at=updated)  # fmt: skip
 
     def put_item(self, op: PutOp) -> None:
         project = project_of(op.namespace)
@@ -323,11 +323,15 @@ class AgentMemStore(BaseStore):
                 return m, stored_of(m.content)
         return None
 
-    def _item(
-        self, m: MemoryVersion, stored: Stored, score: float | None = None, recall_score: float | None = None
-    ) -> RecalledItem:
-        """The item of a current version. It was created with the oldest version filed under its
-        key (a delete running beside this read may have erased them: then with this one)."""
+    def _item(self, m: MemoryVersion, stored: Stored, score: float | None, recall_score: float | None) -> RecalledItem:
+        created, updated = self._times(m)
+        return RecalledItem(namespace_of(m.project), key_of(m), stored.value, created, updated, score,
+                            recall_score=recall_score)  # fmt: skip
+
+    def _times(self, m: MemoryVersion) -> tuple[datetime, datetime]:
+        """An item's created_at and updated_at. It was created with the oldest version filed under
+        its key (a delete running beside this read may have erased them: then with this one), and
+        updated by its newest version or reinforcement."""
         created = m.created_at
         if m.version > 1:
             try:
@@ -335,15 +339,7 @@ class AgentMemStore(BaseStore):
                               default=created)  # fmt: skip
             except NotFoundError:
                 pass
-        return RecalledItem(
-            namespace=namespace_of(m.project),
-            key=key_of(m),
-            value=stored.value,
-            created_at=created,
-            updated_at=max(m.created_at, m.last_reinforced_at),
-            score=score,
-            recall_score=recall_score,
-        )
+        return created, max(m.created_at, m.last_reinforced_at)
 
 
 # -- the mapping, as plain functions (tested on their own)
