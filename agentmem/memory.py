@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from agentmem import admission, audit, claims, lifecycle, slots, timewindow, transfer, validate, writes
@@ -321,7 +322,7 @@ class Memory:
                        window=window, asked=question)  # fmt: skip
             hits = under_successors(hits + old)
         hits = self._rolled_up(hits, query_words(query))
-        hits = self._current_first(hits, query, project, model)[:k]
+        hits = self._with_cosines(self._current_first(hits, query, project, model)[:k], qv)
         self.engine.note_access([h.memory.id for h in hits])
         return Recalled(hits=hits, window=window, degraded=self.degraded)
 
@@ -362,6 +363,23 @@ class Memory:
         vectors = {i: v for i, v in vectors.items() if v.shape == size}
         rules = slots.pairs(head, query, query_words_needed=self.config.slot_query_words)
         return order(hits, window=window, vectors=vectors, model=judge, rule_pairs=rules)
+
+    def _with_cosines(self, hits: list[Hit], qv: np.ndarray | None) -> list[Hit]:
+        """Every current hit with the cosine of its vector and the query's, also those that only
+        text search found: a similarity comparable across queries (what LangGraph calls a score)."""
+        missing = [h.memory.id for h in hits if h.parts.cosine is None and h.memory.is_latest]
+        if qv is None or not missing:
+            return hits
+        try:
+            vectors = self.indexes.vectors_of(missing)
+        except IndexFailure:
+            return hits
+        return [
+            h
+            if (v := vectors.get(h.memory.id)) is None or v.shape != qv.shape
+            else msgspec.structs.replace(h, parts=msgspec.structs.replace(h.parts, cosine=round(float(v @ qv), 4)))
+            for h in hits
+        ]
 
     def _rolled_up(self, hits: list[Hit], asked: frozenset[str]) -> list[Hit]:
         """Claims read with the turns they were said in (see agentmem.claims.roll_up)."""

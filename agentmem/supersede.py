@@ -2,7 +2,9 @@
 
 In order: the same key, the same triple slot, the same normalised content (reinforce), then a
 restatement, a stated move, a new answer to the same question, or the same slot with a new value.
-Events and observations take no part. Thresholds are `Thresholds`. The rules with examples:
+Events and observations take no part. A key is an identity, never a guess: a memory with a key
+meets only the memory filed under that key, and one without a key never meets a keyed one.
+Thresholds are `Thresholds`. The rules with examples:
 docs/concepts/supersession.md; how each was chosen: docs/design/modules.md#supersede.
 """
 
@@ -475,9 +477,10 @@ def decide(
     new_tokens = token_set(content)
 
     def other_slot(c: MemoryVersion) -> bool:
-        """Two memories filed under different keys (or triple slots) are different facts."""
+        """Two memories filed under different keys (or triple slots) are different facts; a key is
+        an identity, so a keyed memory and one without a key are different facts too."""
         c_slot = slot_of(c.triple.subject, c.triple.predicate) if c.triple else None
-        return bool((key and c.key and c.key != key) or (slot and c_slot and c_slot != slot))
+        return bool(((key or c.key) and c.key != key) or (slot and c_slot and c_slot != slot))
 
     candidates = [c for c in candidates if not other_slot(c)]
     scored = sorted(

@@ -85,7 +85,9 @@ def apply(
     """Apply `decision` (taken against this unit) for `new` to the unit."""
     if decision.outcome == "reinforced":
         assert decision.target is not None
-        refreshed = w.update(decision.target, **reinforcement(decision.target, w.now))
+        # said again with a TTL: the expiry runs anew from now
+        renewed: dict[str, Any] = {} if new.expires_at is None else {"expires_at": new.expires_at}
+        refreshed = w.update(decision.target, **reinforcement(decision.target, w.now), **renewed)
         return RememberResult(
             outcome="reinforced",
             memory=refreshed,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -138,6 +138,27 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str | None]] = [
         None,
     ),
     (
+        "a key is an identity: a keyed memory never replaces one without a key",
+        {"content": "The dev server runs on port 3000"},
+        {"content": "The dev server is on port 4000 now", "key": "dev.port"},
+        "created",
+        None,
+    ),
+    (
+        "a key is an identity: a memory without a key never replaces a keyed one",
+        {"content": "The dev server runs on port 3000", "key": "dev.port"},
+        {"content": "The dev server is on port 4000 now"},
+        "created",
+        None,
+    ),
+    (
+        "a key is an identity: the same text under another key is another memory",
+        {"content": "Deploys happen on Tuesdays", "key": "deploy.day"},
+        {"content": "Deploys happen on Tuesdays", "key": "release.day"},
+        "created",
+        None,
+    ),
+    (
         "different triple slots never meet by similarity",
         {"content": "Alice leads the payments team", "triple": Triple("Alice", "leads", "payments")},
         {"content": "Alice joined the payments team", "triple": Triple("Alice", "joined", "payments")},
@@ -192,6 +213,17 @@ def test_supersession_table(
     else:
         assert b.memory.id != a.memory.id and old.is_latest and old.status == "active"
     assert memory.check().ok
+
+
+def test_a_reinforcement_with_a_ttl_renews_the_expiry(memory: Memory, clock: Any) -> None:
+    """Said again with a TTL, a memory's expiry runs anew from now (LangGraph's TTL refresh)."""
+    a = memory.remember("Deploys happen on Tuesdays", project=P, key="deploy.day", ttl_days=1)
+    clock.advance(hours=20)
+    b = memory.remember("Deploys happen on Tuesdays", project=P, key="deploy.day", ttl_days=1)
+    assert b.outcome == "reinforced" and b.memory.id == a.memory.id
+    assert b.memory.expires_at == clock.now + timedelta(days=1) == memory.get(a.memory.id).expires_at
+    c = memory.remember("Deploys happen on Tuesdays", project=P, key="deploy.day")
+    assert c.outcome == "reinforced" and memory.get(a.memory.id).expires_at == b.memory.expires_at  # no TTL: kept
 
 
 def test_other_project_is_never_superseded(memory: Memory) -> None:
