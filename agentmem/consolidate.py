@@ -256,8 +256,8 @@ def _semantic(mem: Engine, project: str, report: ConsolidationReport, actor: str
     cfg = mem.config.consolidation
     pool = [
         m
-        for m in mem.live.values()
-        if m.project == project and (_is_abstraction(m) or m.tier in ("working", "episodic") or m.kind == "observation")
+        for m in mem.live.values([project])
+        if (_is_abstraction(m) or m.tier in ("working", "episodic") or m.kind == "observation")
     ]
     pool.sort(key=lambda m: m.id)
     pool = pool[-cfg.max_pool :]

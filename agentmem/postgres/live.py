@@ -6,7 +6,7 @@ A unit's own reads, which lock what they return, are `agentmem.postgres.current.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentmem.filters import Filter
@@ -41,8 +41,11 @@ class LiveView:
                                                             [project, mine]))  # fmt: skip
         return out
 
-    def values(self) -> list[MemoryVersion]:
-        return self._store.where(CURRENT)
+    def values(self, projects: Sequence[str] | None = None) -> list[MemoryVersion]:
+        """Every current version, or those of `projects` (one read per project)."""
+        if projects is None:
+            return self._store.where(CURRENT)
+        return [v for p in sorted(set(projects)) for v in self._store.where(f"project = ? AND {CURRENT}", [p])]
 
     def ids(self) -> set[int]:
         return set(self._store.ids(Filter(current_only=True)))
