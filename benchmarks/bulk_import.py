@@ -17,7 +17,8 @@ every chunk of every round).
 
 Each round also checks what the speed must not cost: after the import every memory is there
 and current and `check()` finds nothing wrong (no acknowledged write lost), and one more
-chunk whose last line is bad is refused whole, leaving the count as it was (all or nothing).
+chunk whose last memory takes a key another memory holds is refused whole, leaving the count
+as it was (all or nothing).
 
 Results: a Markdown table on stdout; bulk_import.json / .md / .png in --out.
 """
@@ -96,24 +97,22 @@ def one_round(backend: str, bodies: list[tuple[int, bytes]], bad: bytes, pg: Loc
 
 
 def bad_chunk(texts: Sequence[str], vectors: np.ndarray, model: str, schema: int, start: int, chunk: int) -> bytes:
-    """`chunk` new memories (ids after the imported ones) whose last line is not a memory."""
-    from benchmarks.concurrency import preload_version
-
-    body = next(export_chunks(texts[start : start + chunk], vectors[:chunk], model, schema,
-                              datetime.now(UTC).replace(microsecond=0), chunk))[1]  # fmt: skip
-    lines = body.splitlines()
-    fixed = []
+    """`chunk` new memories (ids after the imported ones) whose last one takes the key memory 1
+    holds: refused late (while the import's unit is loading the chunk), so nothing of it may stay."""
     import msgspec
 
-    from agentmem.transfer import VersionLine
+    from agentmem.transfer import FORMAT, Header, VersionLine
+    from benchmarks.concurrency import preload_version
 
     enc = msgspec.json.Encoder()
     when = datetime.now(UTC).replace(microsecond=0)
+    lines = [enc.encode(Header(FORMAT, 1, schema, model, int(vectors.shape[1]), when))]
+    taken = preload_version(1, texts[0], when).key
     for n, i in enumerate(range(start, start + chunk)):
         v = preload_version(i + 1, texts[i], when)
-        v = msgspec.structs.replace(v, key=None)  # no key another memory holds: only the bad line is wrong
-        fixed.append(enc.encode(VersionLine(v, vectors[n].tolist())))
-    return b"\n".join([lines[0], *fixed[:-1], b'{"type": "memory", "memory": {"id": "not a number"}}'])
+        v = msgspec.structs.replace(v, key=taken if n == chunk - 1 else None)
+        lines.append(enc.encode(VersionLine(v, vectors[n].tolist())))
+    return b"\n".join(lines)
 
 
 def summarise(rounds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

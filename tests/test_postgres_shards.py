@@ -138,8 +138,11 @@ def _workload(mem: Memory, fresh: Memory) -> None:
     now = mem.remember("Alice leads billing now", project="p", triple=Triple("Alice", "leads", "billing")).memory
     port = mem.remember("The service listens on port 4000", project="p", session="s1").memory
     mem.revise(port.id, "The service listens on port 5000", reason="changed")
-    mem.observe([NewMemory(content="Carol said the deploy runs every Friday. The cache is Redis.", project="p",
-                           kind="observation", tier="working", session="s1")])  # fmt: skip
+    mem.observe([NewMemory(content=text, project="p", kind="observation", tier="working", session="s1")
+                 for text in ("Carol said the deploy runs every Friday. The cache is Redis.",
+                              "Dan asked whether the deploy could move to Thursday.",
+                              "Carol agreed to try Thursday deploys for a month.",
+                              "Erin will watch the first Thursday deploy.")])  # fmt: skip
     mem.remember("We use Postgres 15 for the shop", project="p", key="db")  # supersedes MySQL again
     mem.get(db.id)
     mem.history(lead.id)
