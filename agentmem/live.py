@@ -31,6 +31,10 @@ class LiveSet:
     def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._by_id
 
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        """Nothing to read ahead: every lookup is in memory (a shared store's unit locks them here)."""
+        return None
+
     def get(self, memory_id: int) -> MemoryVersion | None:
         return self._by_id.get(memory_id)
 

@@ -23,7 +23,7 @@ from agentmem.postgres.schema import CURRENT, PROJECTS_OF
 from agentmem.records import MemoryVersion
 from agentmem.store import SELECT, to_version
 from agentmem.supersede import NEVER_SUPERSEDED
-from agentmem.text import identity, sha256
+from agentmem.text import identity, sha256, slot_of
 
 
 class Transaction(Protocol):
@@ -51,6 +51,36 @@ class Current:
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
         self._locked: set[str] = set()
+        self._held: dict[tuple[str, str, str], MemoryVersion | None] = {}  # read by `hold`
+
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        """Lock and read the current holders of many keys and triple slots at once (an import):
+        two statements, where `by_key` and `by_slot` take two each. They then answer from what
+        this read, which holds until the commit: the locks keep every other node from changing it."""
+        wanted = sorted({("key", k) for k in keys} | {("slot", slot_key(s)) for s in slots})
+        names = [f"{len(project)}:{project}/{what}/{value}" for what, value in wanted]
+        fresh = sorted(n for n in names if n not in self._locked)
+        if not fresh:
+            return
+        self._tx.run("SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest(?::text[]) AS n ORDER BY n",
+                     [fresh])  # fmt: skip
+        self._locked.update(fresh)
+        key_list = [v for what, v in wanted if what == "key"]
+        slot_list = [v for what, v in wanted if what == "slot"]
+        rows = self._tx.run(
+            f"{SELECT} WHERE {CURRENT} AND project = ? AND (key = ANY(?::text[]) OR slot = ANY(?::text[])) "
+            "ORDER BY id DESC FOR UPDATE",
+            [project, key_list, slot_list],
+        )
+        found = [to_version(r) for r in rows if r[13] not in NEVER_SUPERSEDED]  # 13: kind
+        self._tx.seen(found)
+        for what, value in wanted:
+            self._held.setdefault((project, what, value), None)
+        for v in reversed(found):  # the newest last: it is the one kept, as `_one` returns it
+            if v.key is not None:
+                self._held[(project, "key", v.key)] = v
+            if v.triple is not None:
+                self._held[(project, "slot", slot_key(slot_of(v.triple.subject, v.triple.predicate)))] = v
 
     def _lock(self, project: str, what: str, value: str) -> None:
         name = f"{len(project)}:{project}/{what}/{value}"  # the length keeps two projects apart
@@ -77,10 +107,14 @@ class Current:
         return found[0] if found else None
 
     def by_key(self, project: str, key: str) -> MemoryVersion | None:
+        if (project, "key", key) in self._held:
+            return self._held[(project, "key", key)]
         self._lock(project, "key", key)
         return self._one("project = ? AND key = ?", [project, key])
 
     def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
+        if (project, "slot", slot_key(slot)) in self._held:
+            return self._held[(project, "slot", slot_key(slot))]
         self._lock(project, "slot", slot_key(slot))
         return self._one("project = ? AND slot = ?", [project, slot_key(slot)])
 

@@ -64,6 +64,9 @@ class LiveView:
     def by_content(self, project: str, content: str) -> MemoryVersion | None:
         return self._newest("project = ? AND norm_hash = ?", [project, sha256(identity(content))])
 
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        return None  # reads without locks have nothing to hold (a unit's `Current` locks)
+
     # the embedded live set follows each commit; the database needs no telling
     def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None:
         return None
