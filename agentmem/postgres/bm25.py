@@ -13,7 +13,8 @@ two transactions lock the statistics rows in the same order.
 
 A search document counts while its `doc` is set: only current versions have one. Words are the
 lexemes of the document's `tsvector` (the Snowball English stemmer, stopwords left out, as the
-GIN index sees them); a document's length is the number of its word positions. The score is
+GIN index sees them); a document's length is its number of words, stopwords too (`doc_length`,
+kept in `doc_len` beside the document, as Tantivy counts a field's tokens). The score is
 Okapi BM25 with Tantivy's constants (k1 1.2, b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))),
 so both backends rank alike. Both statistics are per project: a search within one project
 reads one project's rows (one shard when `project` distributes the tables), and what one
@@ -22,6 +23,7 @@ project stores never moves another's ranking; a search over every project sums t
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,15 +33,21 @@ from agentmem.postgres.schema import M_CURRENT, TEXT_CONFIG
 K1 = 1.2
 B = 0.75
 
-# a document's length: its word positions (a lexeme holds at most 256 of them)
-DOC_LENGTH = "(SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) FROM unnest({0}))"
 
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
 
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def doc_length(doc: str) -> int:
+    """A search document's length for BM25: its words, stopwords too."""
+    return len(_WORD.findall(doc))
+
+
 def counted(alias: str) -> str:
     """The columns a statement returns for `Counts.add`: project, words, length of `alias`'s document."""
-    return f"{alias}.project, tsvector_to_array({alias}.search), {DOC_LENGTH.format(alias + '.search')}"
+    return f"{alias}.project, tsvector_to_array({alias}.search), {alias}.doc_len"
 
 
 class Counts:
@@ -54,7 +62,7 @@ class Counts:
         """Documents that were set (`sign` 1) or cleared (-1): rows of (project, words, length)."""
         for project, words, length in rows:
             self.docs[project] += sign
-            self.tokens[project] += sign * int(length)
+            self.tokens[project] += sign * int(length or 0)
             for word in words or ():
                 self.terms[(project, word)] += sign
 
@@ -93,21 +101,22 @@ def search_sql(project: str | None, conditions: Sequence[str]) -> str:
     """The ranking query: top k (id, BM25 score) of current versions whose document has a query
     word. Parameters, in order: the query's words (for `to_tsvector`), the project twice (when
     given), the words joined by `or` (for `websearch_to_tsquery`), those of `conditions` (the
-    project's among them), and k."""
-    mine = "WHERE project = ?" if project is not None else ""
+    project's among them), and k. A document's term frequencies come from its `tsvector` cut
+    down to the query's words (`setweight` marks them, `ts_filter` keeps them): a few rows each."""
+    mine = "project = ? AND" if project is not None else ""
     where = " AND ".join([M_CURRENT, f"m.search @@ websearch_to_tsquery('{TEXT_CONFIG}', ?)", *conditions])
     return (
-        f"WITH q AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', ?))) AS term), "
+        f"WITH q AS (SELECT coalesce(array_agg(DISTINCT t), '{{}}') AS terms "
+        f"FROM unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', ?))) AS t), "
         f"p AS (SELECT sum(docs)::float8 AS n, sum(tokens)::float8 / greatest(sum(docs), 1) AS avgdl "
-        f"FROM bm25_projects {mine}), "
-        f"w AS (SELECT t.term, ln(1 + (p.n - t.n + 0.5) / (t.n + 0.5)) AS idf FROM p, "
-        f"(SELECT term, sum(docs)::float8 AS n FROM bm25_terms {mine + ' AND' if mine else 'WHERE'} "
-        f"term IN (SELECT term FROM q) GROUP BY term) t WHERE t.n > 0) "
-        f"SELECT m.id, s.score FROM memories m CROSS JOIN p, "
-        f"LATERAL (SELECT {DOC_LENGTH.format('m.search')}::float8 AS dl) d, "
-        f"LATERAL (SELECT sum(w.idf * u.tf * {K1 + 1} / (u.tf + {K1} * (1 - {B} + {B} * d.dl / "
+        f"FROM bm25_projects {'WHERE project = ?' if project is not None else ''}), "
+        f"w AS MATERIALIZED (SELECT t.term, ln(1 + (p.n - t.n + 0.5) / (t.n + 0.5)) AS idf FROM p, "
+        f"(SELECT term, sum(docs)::float8 AS n FROM bm25_terms WHERE {mine} term = ANY((SELECT terms FROM q)::text[]) "
+        f"GROUP BY term) t WHERE t.n > 0) "
+        f"SELECT m.id, s.score FROM memories m CROSS JOIN p CROSS JOIN q, "
+        f"LATERAL (SELECT sum(w.idf * u.tf * {K1 + 1} / (u.tf + {K1} * (1 - {B} + {B} * coalesce(m.doc_len, 0) / "
         f"greatest(p.avgdl, 1)))) AS score FROM (SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf "
-        f"FROM unnest(m.search)) u JOIN w ON w.term = u.lexeme) s "
+        f"FROM unnest(ts_filter(setweight(m.search, 'A', q.terms), '{{a}}'))) AS u JOIN w ON w.term = u.lexeme) AS s "
         f"WHERE {where} AND s.score IS NOT NULL ORDER BY s.score DESC, m.id DESC LIMIT ?"
     )
 
@@ -123,9 +132,8 @@ def recount(run: Run, project: str) -> None:
         [project],
     )
     run(
-        f"INSERT INTO bm25_projects (project, docs, tokens) SELECT m.project, count(*), "
-        f"sum({DOC_LENGTH.format('m.search')}) FROM memories m WHERE m.project = ? AND m.doc IS NOT NULL "
-        "GROUP BY 1",
+        "INSERT INTO bm25_projects (project, docs, tokens) SELECT m.project, count(*), coalesce(sum(m.doc_len), 0) "
+        "FROM memories m WHERE m.project = ? AND m.doc IS NOT NULL GROUP BY 1",
         [project],
     )
 
@@ -142,8 +150,8 @@ def drift(run: Run, project: str) -> list[str]:
     )
     out = [f"BM25 word counts of project {project!r} differ for {', '.join(repr(r[0]) for r in rows)}"] if rows else []
     sizes = run(
-        f"SELECT (SELECT count(*) FROM memories m WHERE m.project = ? AND m.doc IS NOT NULL), "
-        f"(SELECT coalesce(sum({DOC_LENGTH.format('m.search')}), 0) FROM memories m WHERE m.project = ? "
+        "SELECT (SELECT count(*) FROM memories m WHERE m.project = ? AND m.doc IS NOT NULL), "
+        "(SELECT coalesce(sum(m.doc_len), 0) FROM memories m WHERE m.project = ? "
         "AND m.doc IS NOT NULL), (SELECT docs FROM bm25_projects WHERE project = ?), "
         "(SELECT tokens FROM bm25_projects WHERE project = ?)",
         [project, project, project, project],

@@ -52,13 +52,15 @@ UPGRADES: dict[int, list[str]] = {
     3: [  # BM25 statistics counted from the search documents there are, and every id's project
         *BM25_TABLES,
         *ID_TABLES,
+        "ALTER TABLE memories ADD COLUMN IF NOT EXISTS doc_len integer",
+        r"UPDATE memories SET doc_len = (SELECT count(*) FROM regexp_matches(doc, '\w+', 'g')) WHERE doc IS NOT NULL",
         "DELETE FROM bm25_terms",  # counted afresh, whatever an earlier attempt left
         "DELETE FROM bm25_projects",
         "DELETE FROM memory_projects",
         "INSERT INTO bm25_terms (project, term, docs) SELECT m.project, t, count(*) FROM memories m, "
         "unnest(tsvector_to_array(m.search)) AS t WHERE m.doc IS NOT NULL GROUP BY 1, 2",
         "INSERT INTO bm25_projects (project, docs, tokens) SELECT m.project, count(*), "
-        "sum((SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) FROM unnest(m.search))) "
+        "sum(m.doc_len) "
         "FROM memories m WHERE m.doc IS NOT NULL GROUP BY 1",
         "INSERT INTO memory_projects (id, project) SELECT id, project FROM memories",
     ],
@@ -116,6 +118,7 @@ def statements(dim: int) -> list[str]:
             norm_hash text NOT NULL,
             slot text,
             doc text,
+            doc_len integer,
             search tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_CONFIG}', coalesce(doc, ''))) STORED,
             embedding vector({int(dim)}),
             PRIMARY KEY (project, id)

@@ -44,7 +44,7 @@ from indexes.docs import OutboxEntry, OutboxOp
 
 _RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable, psycopg.errors.SerializationFailure)
 _NAMES = COLUMNS + ("norm_hash", "slot")
-_COPIED = {"memories": (*_NAMES, "doc", "embedding"), "memory_projects": ("id", "project")}  # binary COPY columns
+_COPIED = {"memories": (*_NAMES, "doc", "doc_len", "embedding"), "memory_projects": ("id", "project")}  # binary COPY columns
 _AUDIT_COLUMNS = ("project", "id", "created_at", "action", "actor", "memory_id", "lineage_id", "affected", "reason",
                   "details")  # fmt: skip
 _encode = msgspec.json.Encoder().encode
@@ -250,9 +250,10 @@ class PgStore(StoreOfRecord):
     def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None:
         """The versions in one COPY, each with its vector, and every id's project in another.
 
-        A current version whose whole lineage is in `versions` (a new memory, or an import) gets
-        its search document here too, so it is written once (an update would write the row and
-        its index entries again); the others get theirs in `enqueue`, and their vector with it."""
+        A current version whose whole lineage is in `versions` (a new memory, or an import) and
+        whose vector the unit brings gets its search document here too, so it is written once (an
+        update would write the row and its index entries again); the others get theirs in
+        `enqueue`, and their vector with it."""
         tx: Tx = conn
         if not versions:
             return
@@ -268,13 +269,15 @@ class PgStore(StoreOfRecord):
                 copy.set_types(self.copy_types["memories"])
                 for v in versions:
                     doc = None
-                    if v.is_latest and v.status == "active" and all((v.lineage_id, n) in have for n in range(1, v.version)):
+                    whole = all((v.lineage_id, n) in have for n in range(1, v.version))
+                    if v.is_latest and v.status == "active" and whole and v.content_hash in tx.vectors:
                         history = [o.content for o in sorted(past.get(v.lineage_id, []), key=lambda o: o.version)]
                         doc = doc_text(v.title, v.content, history)
                         indexed.append(v)
                     waits = v.is_latest and v.status == "active" and doc is None  # `enqueue` sets both
                     vector = None if waits else tx.vectors.get(v.content_hash)
-                    copy.write_row([*version_row(v, sha256(identity(v.content)), _slot(v)), doc, vector])
+                    copy.write_row([*version_row(v, sha256(identity(v.content)), _slot(v)), doc,
+                                    None if doc is None else bm25.doc_length(doc), vector])  # fmt: skip
             with cur.copy("COPY memory_projects (id, project) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(self.copy_types["memory_projects"])
                 for v in versions:
@@ -349,14 +352,14 @@ class PgStore(StoreOfRecord):
             tx.erased = True
             sets = ", ".join(f"{name} = ?" for name in fields)
             erased = tx.run(
-                f"UPDATE memories m SET {sets}, doc = NULL, embedding = NULL FROM memories o WHERE m.project = ? "
+                f"UPDATE memories m SET {sets}, doc = NULL, doc_len = NULL, embedding = NULL FROM memories o WHERE m.project = ? "
                 "AND m.id = ANY(?::bigint[]) AND o.project = m.project AND o.id = m.id "
                 f"RETURNING o.doc IS NOT NULL, {bm25.counted('o')}",
                 [*fields.values(), project, list(ids)],
             )
             tx.counts.add([r[1:] for r in erased if r[0]], -1)
             tx.counts.add(tx.run(
-                f"UPDATE memories m SET doc = NULL FROM memories o WHERE m.project = ? AND m.lineage_id = ANY(?::bigint[]) "
+                f"UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? AND m.lineage_id = ANY(?::bigint[]) "
                 f"AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) AND o.project = m.project AND o.id = m.id "
                 f"RETURNING {bm25.counted('o')}",
                 [project, mine],
@@ -397,7 +400,7 @@ class PgStore(StoreOfRecord):
             gone = [i for i in left if projects.get(i) == project]
             if gone:
                 tx.counts.add(tx.run(
-                    f"UPDATE memories m SET doc = NULL FROM memories o WHERE m.project = ? AND m.id = ANY(?::bigint[]) "
+                    f"UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? AND m.id = ANY(?::bigint[]) "
                     f"AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) AND o.project = m.project AND o.id = m.id "
                     f"RETURNING {bm25.counted('o')}", [project, gone]), -1)  # fmt: skip
             mine = [i for i in upserts if projects.get(i) == project]
@@ -422,14 +425,16 @@ class PgStore(StoreOfRecord):
         )
         if not rows:
             return
+        docs = [doc_text(r[1], r[2], r[4]) for r in rows]
         # the unit's vector, else the one the row has, else one this project stored for the same text
         changed = tx.run(
-            "UPDATE memories m SET doc = v.doc, embedding = coalesce(v.vec, m.embedding, (SELECT e.vector::vector "
-            "FROM embeddings e WHERE e.project = m.project AND e.content_hash = m.content_hash AND e.model = ?)) "
-            "FROM unnest(?::bigint[], ?::text[], ?::vector[]) AS v(id, doc, vec), memories o "
+            "UPDATE memories m SET doc = v.doc, doc_len = v.len, embedding = coalesce(v.vec, m.embedding, "
+            "(SELECT e.vector::vector FROM embeddings e WHERE e.project = m.project AND e.content_hash = m.content_hash "
+            "AND e.model = ?)) FROM unnest(?::bigint[], ?::text[], ?::integer[], ?::vector[]) AS v(id, doc, len, vec), "
+            "memories o "
             "WHERE m.project = ? AND m.id = v.id AND o.project = m.project AND o.id = m.id "
             f"RETURNING o.doc IS NOT NULL, {bm25.counted('o')}, {bm25.counted('m')}",
-            [self.model, [r[0] for r in rows], [doc_text(r[1], r[2], r[4]) for r in rows],
+            [self.model, [r[0] for r in rows], docs, [bm25.doc_length(d) for d in docs],
              [tx.vectors.get(r[3]) for r in rows], project],
         )  # fmt: skip
         tx.counts.add([r[1:4] for r in changed if r[0]], -1)
