@@ -36,6 +36,9 @@ class Current(Protocol):
 
     def by_content(self, project: str, content: str) -> MemoryVersion | None: ...
 
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        """Read the holders of many keys and triple slots at once, ahead of `by_key` / `by_slot`."""
+
 
 class Live(Current, Protocol):
     """Every current version, for recall and the services; `apply` / `put` after a commit."""
@@ -46,7 +49,7 @@ class Live(Current, Protocol):
 
     def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]: ...
 
-    def values(self) -> list[MemoryVersion]: ...
+    def values(self, projects: Sequence[str] | None = None) -> list[MemoryVersion]: ...
 
     def ids(self) -> set[int]: ...
 

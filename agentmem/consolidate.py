@@ -219,7 +219,10 @@ def _central(mem: Engine, versions: list[MemoryVersion], n: int) -> list[MemoryV
 
 
 def _matrix(mem: Engine, versions: Sequence[MemoryVersion]) -> np.ndarray:
-    found = mem.store.vectors([v.content_hash for v in versions], mem.model)
+    found: dict[str, np.ndarray] = {}
+    for project in sorted({v.project for v in versions}):  # each project's own vectors (one shard each)
+        mine = [v.content_hash for v in versions if v.project == project]
+        found.update(mem.store.vectors(mine, mem.model, project=project))
     missing = [v for v in versions if v.content_hash not in found]
     if missing:  # stored with every version; a gap means a model change not yet back-filled
         vectors = mem.embed([v.content for v in missing])
@@ -238,8 +241,8 @@ def _semantic(mem: Engine, project: str, report: ConsolidationReport, actor: str
     cfg = mem.config.consolidation
     pool = [
         m
-        for m in mem.live.values()
-        if m.project == project and (_is_abstraction(m) or m.tier in ("working", "episodic") or m.kind == "observation")
+        for m in mem.live.values([project])
+        if (_is_abstraction(m) or m.tier in ("working", "episodic") or m.kind == "observation")
     ]
     pool.sort(key=lambda m: m.id)
     pool = pool[-cfg.max_pool :]

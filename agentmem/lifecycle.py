@@ -89,9 +89,7 @@ def sweep(
         now = w.now
         examined = 0
         picks: list[Pick] = []
-        for m in engine.live.values():
-            if scope is not None and m.project not in scope:
-                continue
+        for m in engine.live.values(None if scope is None else sorted(scope)):
             examined += 1
             if m.pinned:
                 continue

@@ -7,7 +7,7 @@ version and the hot path makes no DuckDB round trip.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from agentmem.records import MemoryVersion
 from agentmem.supersede import NEVER_SUPERSEDED
@@ -31,6 +31,10 @@ class LiveSet:
     def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._by_id
 
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        """Nothing to read ahead: every lookup is in memory (a shared store's unit locks them here)."""
+        return None
+
     def get(self, memory_id: int) -> MemoryVersion | None:
         return self._by_id.get(memory_id)
 
@@ -42,9 +46,12 @@ class LiveSet:
     def ids(self) -> set[int]:
         return set(self._by_id)
 
-    def values(self) -> list[MemoryVersion]:
-        """A snapshot of every current version."""
-        return list(self._by_id.values())
+    def values(self, projects: Sequence[str] | None = None) -> list[MemoryVersion]:
+        """A snapshot of every current version (of `projects`, when given)."""
+        if projects is None:
+            return list(self._by_id.values())
+        wanted = set(projects)
+        return [v for v in self._by_id.values() if v.project in wanted]
 
     def _lookups(self, v: MemoryVersion) -> list[tuple[dict[Lookup, set[int]], Lookup]]:
         if v.kind in NEVER_SUPERSEDED:

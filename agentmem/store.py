@@ -275,6 +275,11 @@ class StoreOfRecord(ABC):
 
     # -- reads -------------------------------------------------------------
 
+    def scoped(self, f: Filter) -> Filter:
+        """`f` as a read runs it: a store whose tables are split by project names the projects
+        of the ids and lineages it asks for (`PgStore.scoped`); this one needs nothing more."""
+        return f
+
     def get_many(self, ids: Sequence[int]) -> dict[int, MemoryVersion]:
         if not ids:
             return {}
@@ -293,12 +298,12 @@ class StoreOfRecord(ABC):
 
     def versions(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[MemoryVersion]:
         """The versions `f` selects, in `order`, at most `limit` of them."""
-        where, params = filter_sql(f)
+        where, params = filter_sql(self.scoped(f))
         return self.where(where, params, order=_ORDER_SQL[order], limit=limit)
 
     def ids(self, f: Filter, *, order: Order = "id", limit: int | None = None) -> list[int]:
         """The ids of the versions `f` selects."""
-        where, params = filter_sql(f)
+        where, params = filter_sql(self.scoped(f))
         sql = f"SELECT id FROM memories WHERE {where} ORDER BY {_ORDER_SQL[order]}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -309,12 +314,12 @@ class StoreOfRecord(ABC):
         return self.versions(Filter(lineages=(lineage_id,)), order="version")
 
     def count(self, f: Filter) -> int:
-        where, params = filter_sql(f)
+        where, params = filter_sql(self.scoped(f))
         return int(self.scalar(f"SELECT count(*) FROM memories WHERE {where}", params))
 
     def counts_by(self, column: Literal["status", "tier", "kind", "project"], f: Filter = ALL) -> dict[str, int]:
         """How many of `f`'s versions have each value of `column`, by value."""
-        where, params = filter_sql(f)
+        where, params = filter_sql(self.scoped(f))
         sql = f"SELECT {column}, count(*) FROM memories WHERE {where} GROUP BY 1 ORDER BY 1"
         return {str(k): int(n) for k, n in self._rows(sql, params)}
 
@@ -369,13 +374,13 @@ class StoreOfRecord(ABC):
 
     def count_links(self, f: Filter) -> int:
         """How many links start at one of `f`'s versions."""
-        where, params = filter_sql(f)
+        where, params = filter_sql(self.scoped(f))
         sql = f"SELECT count(*) FROM links WHERE src_id IN (SELECT id FROM memories WHERE {where})"
         return int(self.scalar(sql, params))
 
     def links_from(self, f: Filter) -> list[Link]:
         """The links that start at one of `f`'s versions, oldest first."""
-        where, params = filter_sql(f)
+        where, params = filter_sql(self.scoped(f))
         rows = self._rows(
             "SELECT src_id, dst_id, kind, created_at FROM links WHERE src_id IN "
             f"(SELECT id FROM memories WHERE {where}) ORDER BY created_at, src_id, dst_id",
@@ -385,7 +390,7 @@ class StoreOfRecord(ABC):
 
     def sessions_not_derived_into(self, f: Filter, tier: str) -> list[str]:
         """The sessions of `f`'s versions that hold one no current version of `tier` was derived from."""
-        where, params = filter_sql(f, "m")
+        where, params = filter_sql(self.scoped(f), "m")
         rows = self._rows(
             f"SELECT DISTINCT m.session FROM memories m WHERE {where} AND m.session IS NOT NULL AND NOT EXISTS "
             "(SELECT 1 FROM links l JOIN memories e ON e.id = l.src_id WHERE l.dst_id = m.id "

@@ -246,6 +246,16 @@ class Write:
         """Versions exactly as given, with ids, lineages and statuses of their own (an import);
         their current ones must not take a key or slot a current memory holds."""
         c = self.changes
+        claims: dict[str, tuple[set[str], set[str]]] = {}
+        for v in versions:  # what the current ones claim, read in one go per project
+            if v.is_latest and v.status == "active" and v.kind not in NEVER_SUPERSEDED:
+                keys, slots = claims.setdefault(v.project, (set(), set()))
+                if v.key is not None:
+                    keys.add(v.key)
+                if v.triple is not None:
+                    slots.add(slot_of(v.triple.subject, v.triple.predicate))
+        for project, (keys, slots) in sorted(claims.items()):
+            self._live.hold(project, sorted(keys), sorted(slots))
         for v in versions:
             v = _utc(v)
             current = v.is_latest and v.status == "active"

@@ -22,6 +22,7 @@ import pytest
 from agentmem import Memory
 from agentmem.config import Config
 from agentmem.errors import ConflictError, StoreBusyError, ValidationError
+from agentmem.postgres.schema import SCHEMA_VERSION
 from agentmem.records import NewMemory, Triple
 from agentmem.text import sha256, slot_of
 from agentmem.unit import Write
@@ -340,7 +341,7 @@ def test_a_database_of_the_first_schema_is_brought_up_to_date(tmp_path: Path, da
         conn.execute("UPDATE memories SET doc = 'the port is 4000' WHERE id = %s", [old.id])
         conn.execute("UPDATE agentmem_meta SET value = '1' WHERE name = 'schema_version'")
     with _node(tmp_path, "new", database_url) as mem:
-        assert mem.engine.store.schema_version == 2  # type: ignore[attr-defined]
+        assert mem.engine.store.schema_version == SCHEMA_VERSION  # type: ignore[attr-defined]
         later = mem.remember("Alice leads billing", project="p", triple=Triple("Alice", "leads", "billing"))
         assert later.superseded_id == first.id
         assert _rows(database_url, "SELECT doc FROM memories WHERE id = %s", [old.id]) == [(None,)]

@@ -8,7 +8,7 @@ pgvector's Python package) and pgvector 0.8 or later in the database (iterative 
 
 from __future__ import annotations
 
-from agentmem.postgres.current import LiveView
+from agentmem.postgres.live import LiveView
 from agentmem.postgres.search import PgIndexes
 from agentmem.postgres.store import PgStore
 

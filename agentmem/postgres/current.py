@@ -10,24 +10,30 @@ Its reads take the locks that make a decision hold on every node until the unit 
   replaces it meanwhile, and a node waiting on the lock reads the row again once the first
   commits (then no longer current, so it is not returned).
 
-`LiveView` is the same reads without locks, for the services that read the current versions
-outside a unit (sweep, consolidation, stats): each sees every committed write.
+The same reads without locks, for the services that read the current versions outside a unit
+(sweep, consolidation, stats), are `agentmem.postgres.live.LiveView`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from agentmem.filters import Filter
-from agentmem.postgres.schema import CURRENT
+from agentmem.postgres.schema import CURRENT, PROJECTS_OF
 from agentmem.records import MemoryVersion
 from agentmem.store import SELECT, to_version
 from agentmem.supersede import NEVER_SUPERSEDED
-from agentmem.text import identity, sha256
+from agentmem.text import identity, sha256, slot_of
 
-if TYPE_CHECKING:
-    from agentmem.postgres.store import PgStore, Tx
+
+class Transaction(Protocol):
+    """What `Current` needs of a unit's transaction (`agentmem.postgres.store.Tx`)."""
+
+    projects: dict[int, str]
+
+    def run(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def seen(self, versions: Sequence[MemoryVersion]) -> None: ...
 
 
 def slot_key(slot: str) -> str:
@@ -42,9 +48,39 @@ _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 class Current:
     """A unit's current versions (see the module's docstring); one per transaction."""
 
-    def __init__(self, tx: Tx) -> None:
+    def __init__(self, tx: Transaction) -> None:
         self._tx = tx
         self._locked: set[str] = set()
+        self._held: dict[tuple[str, str, str], MemoryVersion | None] = {}  # read by `hold`
+
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        """Lock and read the current holders of many keys and triple slots at once (an import):
+        two statements, where `by_key` and `by_slot` take two each. They then answer from what
+        this read, which holds until the commit: the locks keep every other node from changing it."""
+        wanted = sorted({("key", k) for k in keys} | {("slot", slot_key(s)) for s in slots})
+        names = [f"{len(project)}:{project}/{what}/{value}" for what, value in wanted]
+        fresh = sorted(n for n in names if n not in self._locked)
+        if not fresh:
+            return
+        self._tx.run("SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest(?::text[]) AS n ORDER BY n",
+                     [fresh])  # fmt: skip
+        self._locked.update(fresh)
+        key_list = [v for what, v in wanted if what == "key"]
+        slot_list = [v for what, v in wanted if what == "slot"]
+        rows = self._tx.run(
+            f"{SELECT} WHERE {CURRENT} AND project = ? AND (key = ANY(?::text[]) OR slot = ANY(?::text[])) "
+            "ORDER BY id DESC FOR UPDATE",
+            [project, key_list, slot_list],
+        )
+        found = [to_version(r) for r in rows if r[13] not in NEVER_SUPERSEDED]  # 13: kind
+        self._tx.seen(found)
+        for what, value in wanted:
+            self._held.setdefault((project, what, value), None)
+        for v in reversed(found):  # the newest last: it is the one kept, as `_one` returns it
+            if v.key is not None:
+                self._held[(project, "key", v.key)] = v
+            if v.triple is not None:
+                self._held[(project, "slot", slot_key(slot_of(v.triple.subject, v.triple.predicate)))] = v
 
     def _lock(self, project: str, what: str, value: str) -> None:
         name = f"{len(project)}:{project}/{what}/{value}"  # the length keeps two projects apart
@@ -59,16 +95,26 @@ class Current:
         return found[0] if found else None
 
     def get(self, memory_id: int) -> MemoryVersion | None:
-        rows = self._tx.run(f"{SELECT} WHERE id = ? AND {CURRENT} FOR UPDATE", [memory_id])
+        project = self._tx.projects.get(memory_id)
+        if project is None:  # its project first, from where every id's project is kept
+            found_in = self._tx.run(PROJECTS_OF, [[memory_id]])
+            if not found_in:
+                return None
+            project = str(found_in[0][1])
+        rows = self._tx.run(f"{SELECT} WHERE project = ? AND id = ? AND {CURRENT} FOR UPDATE", [project, memory_id])
         found = [to_version(r) for r in rows]
         self._tx.seen(found)
         return found[0] if found else None
 
     def by_key(self, project: str, key: str) -> MemoryVersion | None:
+        if (project, "key", key) in self._held:
+            return self._held[(project, "key", key)]
         self._lock(project, "key", key)
         return self._one("project = ? AND key = ?", [project, key])
 
     def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
+        if (project, "slot", slot_key(slot)) in self._held:
+            return self._held[(project, "slot", slot_key(slot))]
         self._lock(project, "slot", slot_key(slot))
         return self._one("project = ? AND slot = ?", [project, slot_key(slot)])
 
@@ -76,53 +122,3 @@ class Current:
         norm = sha256(identity(content))
         self._lock(project, "content", norm)
         return self._one("project = ? AND norm_hash = ?", [project, norm])
-
-
-class LiveView:
-    """Every current version as the database holds it now (no locks; see the module's docstring)."""
-
-    def __init__(self, store: PgStore) -> None:
-        self._store = store
-
-    def __len__(self) -> int:
-        return int(self._store.scalar(f"SELECT count(*) FROM memories WHERE {CURRENT}"))
-
-    def __contains__(self, memory_id: object) -> bool:
-        return isinstance(memory_id, int) and self.get(memory_id) is not None
-
-    def get(self, memory_id: int) -> MemoryVersion | None:
-        return self.many([memory_id]).get(memory_id)
-
-    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return {}
-        found = self._store.where(f"{CURRENT} AND id = ANY(?::bigint[])", [wanted])
-        return {v.id: v for v in found}
-
-    def values(self) -> list[MemoryVersion]:
-        return self._store.where(CURRENT)
-
-    def ids(self) -> set[int]:
-        return set(self._store.ids(Filter(current_only=True)))
-
-    def _newest(self, condition: str, params: list[Any]) -> MemoryVersion | None:
-        found = [v for v in self._store.where(f"{CURRENT} AND {condition}", params, order="id DESC")
-                 if v.kind not in NEVER_SUPERSEDED]  # fmt: skip
-        return found[0] if found else None
-
-    def by_key(self, project: str, key: str) -> MemoryVersion | None:
-        return self._newest("project = ? AND key = ?", [project, key])
-
-    def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
-        return self._newest("project = ? AND slot = ?", [project, slot_key(slot)])
-
-    def by_content(self, project: str, content: str) -> MemoryVersion | None:
-        return self._newest("project = ? AND norm_hash = ?", [project, sha256(identity(content))])
-
-    # the embedded live set follows each commit; the database needs no telling
-    def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None:
-        return None
-
-    def put(self, v: MemoryVersion) -> None:
-        return None

@@ -14,10 +14,33 @@ from typing import Any
 
 from agentmem.errors import SchemaTooNewError, StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CURRENT = "is_latest AND status = 'active'"
 M_CURRENT = "m.is_latest AND m.status = 'active'"  # the same, on the alias m
+PROJECTS_OF = "SELECT id, project FROM memory_projects WHERE id = ANY(?::bigint[])"  # each id's project
 TEXT_CONFIG = "english"  # PostgreSQL's Snowball English stemmer and stopwords, as Tantivy's en_stem
+
+# tables added by schema version 3: the BM25 statistics (`agentmem.postgres.bm25`), and where each
+# memory id lives (a read by id alone finds its project there first: one shard, then another)
+BM25_TABLES = [
+    """CREATE TABLE IF NOT EXISTS bm25_projects (
+        project text PRIMARY KEY,
+        docs bigint NOT NULL,
+        tokens bigint NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS bm25_terms (
+        project text NOT NULL,
+        term text NOT NULL,
+        docs bigint NOT NULL,
+        PRIMARY KEY (project, term)
+    )""",
+]
+ID_TABLES = [
+    """CREATE TABLE IF NOT EXISTS memory_projects (
+        id bigint PRIMARY KEY,
+        project text NOT NULL
+    )""",
+]
 
 # what a database of an older schema version is brought up to date with, by the version it goes to
 UPGRADES: dict[int, list[str]] = {
@@ -25,6 +48,21 @@ UPGRADES: dict[int, list[str]] = {
         # current versions keep a search document (older ones held words a delete may erase)
         "UPDATE memories SET slot = encode(sha256(convert_to(slot, 'UTF8')), 'hex') WHERE slot IS NOT NULL",
         f"UPDATE memories SET doc = NULL WHERE doc IS NOT NULL AND NOT ({CURRENT})",
+    ],
+    3: [  # BM25 statistics counted from the search documents there are, and every id's project
+        *BM25_TABLES,
+        *ID_TABLES,
+        "ALTER TABLE memories ADD COLUMN IF NOT EXISTS doc_len integer",
+        r"UPDATE memories SET doc_len = (SELECT count(*) FROM regexp_matches(doc, '\w+', 'g')) WHERE doc IS NOT NULL",
+        "DELETE FROM bm25_terms",  # counted afresh, whatever an earlier attempt left
+        "DELETE FROM bm25_projects",
+        "DELETE FROM memory_projects",
+        "INSERT INTO bm25_terms (project, term, docs) SELECT m.project, t, count(*) FROM memories m, "
+        "unnest(tsvector_to_array(m.search)) AS t WHERE m.doc IS NOT NULL GROUP BY 1, 2",
+        "INSERT INTO bm25_projects (project, docs, tokens) SELECT m.project, count(*), "
+        "sum(m.doc_len) "
+        "FROM memories m WHERE m.doc IS NOT NULL GROUP BY 1",
+        "INSERT INTO memory_projects (id, project) SELECT id, project FROM memories",
     ],
 }
 
@@ -80,6 +118,7 @@ def statements(dim: int) -> list[str]:
             norm_hash text NOT NULL,
             slot text,
             doc text,
+            doc_len integer,
             search tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_CONFIG}', coalesce(doc, ''))) STORED,
             embedding vector({int(dim)}),
             PRIMARY KEY (project, id)
@@ -123,6 +162,8 @@ def statements(dim: int) -> list[str]:
             PRIMARY KEY (project, id)
         )""",
         "CREATE INDEX audit_by_id ON audit (id)",
+        *BM25_TABLES,
+        *ID_TABLES,
         """CREATE TABLE provider_cache (
             prompt_hash text PRIMARY KEY,
             model text NOT NULL,

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentmem.filters import Filter
-from agentmem.postgres.schema import M_CURRENT, TEXT_CONFIG
+from agentmem.postgres import bm25
+from agentmem.postgres.schema import M_CURRENT
 from agentmem.postgres.store import PgStore
 from indexes.docs import Doc
 from indexes.sync import Consistency, IndexReport
@@ -48,12 +49,16 @@ class PgIndexes:
         kinds: Sequence[str] = (),
         tiers: Sequence[str] = (),
     ) -> list[tuple[int, float]]:
-        """Top `k` (id, ts_rank) of current versions whose search document has a query word."""
+        """Top `k` (id, BM25 score) of current versions whose search document has a query word
+        (`agentmem.postgres.bm25`)."""
         words = text_query(text)
         if not words or k <= 0:
             return []
-        conds: list[str] = [M_CURRENT, "m.search @@ q"]
-        params: list[object] = [words]
+        conds: list[str] = []
+        params: list[object] = [" ".join(_WORD.findall(text)).lower()]
+        if project is not None:
+            params += [project, project]
+        params.append(words)
         if project is not None:
             conds.append("m.project = ?")
             params.append(project)
@@ -61,12 +66,7 @@ class PgIndexes:
             if values:
                 conds.append(f"m.{column} = ANY(?::text[])")
                 params.append(list(values))
-        rows = self.store.query(
-            f"SELECT m.id, ts_rank(m.search, q, 1) AS score FROM memories m, "
-            f"websearch_to_tsquery('{TEXT_CONFIG}', ?) q WHERE {' AND '.join(conds)} "
-            f"ORDER BY score DESC, m.id DESC LIMIT {int(k)}",
-            params,
-        )
+        rows = self.store.query(bm25.search_sql(project, conds), [*params, int(k)])
         return [(int(i), float(s)) for i, s in rows]
 
     def search_vector(
@@ -94,14 +94,15 @@ class PgIndexes:
         return []  # nothing waits for a commit of its own
 
     def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        if not ids:
-            return {}
-        rows = self.store.query(
-            f"SELECT m.id, m.embedding FROM memories m WHERE m.id = ANY(?::bigint[]) AND {M_CURRENT} "
-            "AND m.embedding IS NOT NULL",
-            [list(ids)],
-        )
-        return {int(i): np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for i, v in rows}
+        rows: list[tuple[object, ...]] = []
+        for project, mine in self.store.by_project(ids).items():
+            rows += self.store.query(
+                f"SELECT m.id, m.embedding FROM memories m WHERE m.project = ? AND m.id = ANY(?::bigint[]) "
+                f"AND {M_CURRENT} AND m.embedding IS NOT NULL",
+                [project, mine],
+            )
+        return {int(i): np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)  # type: ignore[call-overload, union-attr]
+                for i, v in rows}  # fmt: skip
 
     def ids(self, which: str) -> set[int]:
         """The current versions with a search document ("bm25") or a vector ("vectors")."""
@@ -111,16 +112,16 @@ class PgIndexes:
 
     def sizes(self, ids: set[int] | None = None) -> tuple[int, int]:
         """Current versions with a search document, and with a vector (of `ids` when given)."""
-        cond, params = M_CURRENT, []
-        if ids is not None:
-            cond += " AND m.id = ANY(?::bigint[])"
-            params.append(sorted(ids))
-        row = self.store.query(
-            f"SELECT count(*) FILTER (WHERE m.doc IS NOT NULL), count(*) FILTER (WHERE m.embedding IS NOT NULL) "
-            f"FROM memories m WHERE {cond}",
-            params,
-        )[0]
-        return int(row[0]), int(row[1])
+        sql = ("SELECT count(*) FILTER (WHERE m.doc IS NOT NULL), count(*) FILTER (WHERE m.embedding IS NOT NULL) "
+               f"FROM memories m WHERE {M_CURRENT}")  # fmt: skip
+        if ids is None:
+            row = self.store.query(sql)[0]
+            return int(row[0]), int(row[1])
+        docs = vectors = 0
+        for project, mine in self.store.by_project(sorted(ids)).items():
+            row = self.store.query(f"{sql} AND m.project = ? AND m.id = ANY(?::bigint[])", [project, mine])[0]
+            docs, vectors = docs + int(row[0]), vectors + int(row[1])
+        return docs, vectors
 
     def check(self) -> Consistency:
         """Every current version has its search document and its vector, and nothing else is indexed
@@ -157,6 +158,8 @@ class PgIndexes:
         names = {"bm25": "memories_search", "vectors": "memories_embedding"}
         for name in which:
             self.store.query(f"REINDEX INDEX CONCURRENTLY {names[name]}", autocommit=True)
+            if name == "bm25":
+                self.store.recount_bm25()
 
     def purge(self) -> None:
         """Erased text leaves the table's and the indexes' dead tuples once they are vacuumed."""

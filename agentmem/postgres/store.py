@@ -18,7 +18,7 @@ transaction remembers the project of every version it read or wrote (`Tx.project
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from datetime import datetime
@@ -35,7 +35,7 @@ from agentmem.audit import AuditEntry
 from agentmem.documents import doc_text
 from agentmem.errors import AgentMemError, ConflictError, StoreError, ValidationError
 from agentmem.filters import Filter
-from agentmem.postgres import schema
+from agentmem.postgres import bm25, schema
 from agentmem.postgres.current import Current, slot_key
 from agentmem.records import MAX_ID, Link, MemoryVersion
 from agentmem.store import COLUMNS, NO_READS, RetryConflict, StoreOfRecord, filter_sql, to_version, version_row
@@ -44,7 +44,8 @@ from indexes.docs import OutboxEntry, OutboxOp
 
 _RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable, psycopg.errors.SerializationFailure)
 _NAMES = COLUMNS + ("norm_hash", "slot")
-_INSERT = f"INSERT INTO memories ({', '.join(_NAMES)}) VALUES ({', '.join(['%s'] * len(_NAMES))})"
+# the columns each binary COPY writes
+_COPIED = {"memories": (*_NAMES, "doc", "doc_len", "embedding"), "memory_projects": ("id", "project")}
 _AUDIT_COLUMNS = ("project", "id", "created_at", "action", "actor", "memory_id", "lineage_id", "affected", "reason",
                   "details")  # fmt: skip
 _encode = msgspec.json.Encoder().encode
@@ -90,6 +91,9 @@ class Tx:
         self.done = False
         self.projects: dict[int, str] = {}  # memory id -> project, of every version read or written
         self.ids_locked = False
+        self.counts = bm25.Counts()  # what this transaction changes in the BM25 statistics
+        self.indexed: set[int] = set()  # versions inserted with their search document
+        self.erased = False  # a governance delete ran: survivors' documents are written again
 
     def run(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """A statement in this transaction (`?` placeholders); its rows, if it returns any."""
@@ -144,6 +148,7 @@ class PgStore(StoreOfRecord):
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=30) as conn:
                 self.schema_version = schema.migrate(conn, dim, model)  # before the pool: it makes `vector`
+                self.copy_types = {t: _column_types(conn, t, c) for t, c in _COPIED.items()}
             self.pool = ConnectionPool(
                 url, min_size=1, max_size=pool_size, configure=_setup(lock_timeout), open=True, timeout=30
             )
@@ -187,6 +192,8 @@ class PgStore(StoreOfRecord):
             yield tx
             if tx.done:
                 raise StoreError("this unit's database transaction has ended")
+            if tx.counts:  # last: the statistics rows stay locked only until the commit
+                tx.counts.flush(tx.run)
             tx.conn.commit()
         except _RETRY as exc:
             tx.end(commit=False)
@@ -210,7 +217,7 @@ class PgStore(StoreOfRecord):
         tx.run("SELECT pg_advisory_xact_lock(?)", [_IDS_LOCK])
         tx.ids_locked = True
         tx.run("SELECT setval('memory_ids', greatest(?, (SELECT last_value FROM memory_ids)))", [max(1, max(ids))])
-        return int(tx.run("SELECT count(*) FROM memories WHERE id = ANY(?::bigint[])", [list(ids)])[0][0])
+        return len(self.projects_of(ids, tx.run))
 
     def reserve_ids_through(self, max_id: int) -> None:
         self._rows(
@@ -242,25 +249,55 @@ class PgStore(StoreOfRecord):
         raise StoreError("embeddings are stored with a unit's versions on PostgreSQL")
 
     def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None:
+        """The versions in one COPY, each with its vector, and every id's project in another.
+
+        A current version whose whole lineage is in `versions` (a new memory, or an import) and
+        whose vector the unit brings gets its search document here too, so it is written once (an
+        update would write the row and its index entries again); the others get theirs in
+        `enqueue`, and their vector with it."""
         tx: Tx = conn
         if not versions:
             return
-        rows = [version_row(v, sha256(identity(v.content)), _slot(v)) for v in versions]
         tx.seen(versions)
+        have = {(v.lineage_id, v.version) for v in versions}
+        indexed: list[MemoryVersion] = []
+        past: dict[int, list[MemoryVersion]] = {}
+        for v in versions:
+            if v.status == "superseded":
+                past.setdefault(v.lineage_id, []).append(v)
         with tx.conn.cursor() as cur:
-            cur.executemany(_INSERT, rows)
-        pairs = {(v.project, v.content_hash) for v in versions if v.content_hash in tx.vectors}
-        if pairs:
-            with tx.conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO embeddings (project, content_hash, model, vector) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    [(p, h, self.model, tx.vectors[h].tolist()) for p, h in sorted(pairs)],
-                )
-                cur.executemany(
-                    "UPDATE memories SET embedding = %s WHERE project = %s AND id = %s",
-                    [(tx.vectors[v.content_hash], v.project, v.id) for v in versions if v.content_hash in tx.vectors],
-                )
+            with cur.copy(f"COPY memories ({', '.join(_COPIED['memories'])}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(self.copy_types["memories"])
+                for v in versions:
+                    doc = None
+                    whole = all((v.lineage_id, n) in have for n in range(1, v.version))
+                    if v.is_latest and v.status == "active" and whole and v.content_hash in tx.vectors:
+                        history = [o.content for o in sorted(past.get(v.lineage_id, []), key=lambda o: o.version)]
+                        doc = doc_text(v.title, v.content, history)
+                        indexed.append(v)
+                    waits = v.is_latest and v.status == "active" and doc is None  # `enqueue` sets both
+                    vector = None if waits else tx.vectors.get(v.content_hash)
+                    copy.write_row([*version_row(v, sha256(identity(v.content)), _slot(v)), doc,
+                                    None if doc is None else bm25.doc_length(doc), vector])  # fmt: skip
+            with cur.copy("COPY memory_projects (id, project) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(self.copy_types["memory_projects"])
+                for v in versions:
+                    copy.write_row((v.id, v.project))
+        tx.indexed.update(v.id for v in indexed)
+        for project in sorted({v.project for v in versions}):
+            mine = [v.id for v in indexed if v.project == project]
+            if mine:
+                added = tx.run(f"SELECT {bm25.counted('m')} FROM memories m WHERE m.project = ? "
+                               "AND m.id = ANY(?::bigint[]) AND m.doc IS NOT NULL", [project, mine])  # fmt: skip
+                tx.counts.add(added, 1)
+            hashes = sorted({v.content_hash for v in versions if v.project == project and v.content_hash in tx.vectors})
+            if hashes:
+                with tx.conn.cursor() as cur:  # the vectors in binary (%b): as fast as the COPY
+                    cur.execute(
+                        "INSERT INTO embeddings (project, content_hash, model, vector) SELECT %s, h, %s, v::real[] "
+                        "FROM unnest(%s::text[], %b::vector[]) AS r(h, v) ORDER BY h ON CONFLICT DO NOTHING",
+                        [project, self.model, hashes, [tx.vectors[h] for h in hashes]],
+                    )
 
     def apply_updates(
         self, conn: Any, updates: dict[int, dict[str, Any]], read: Mapping[int, tuple[str, str, bool]] = NO_READS
@@ -314,16 +351,22 @@ class PgStore(StoreOfRecord):
                 raise RetryConflict(
                     f"memories {added[:5]} were added to the deleted lineages by another node meanwhile"
                 )
+            tx.erased = True
             sets = ", ".join(f"{name} = ?" for name in fields)
-            tx.run(
-                f"UPDATE memories SET {sets}, doc = NULL, embedding = NULL WHERE project = ? AND id = ANY(?::bigint[])",
+            erased = tx.run(
+                f"UPDATE memories m SET {sets}, doc = NULL, doc_len = NULL, embedding = NULL FROM memories o "
+                "WHERE m.project = ? AND m.id = ANY(?::bigint[]) AND o.project = m.project AND o.id = m.id "
+                f"RETURNING o.doc IS NOT NULL, {bm25.counted('o')}",
                 [*fields.values(), project, list(ids)],
             )
-            tx.run(
-                f"UPDATE memories SET doc = NULL WHERE project = ? AND lineage_id = ANY(?::bigint[]) "
-                f"AND doc IS NOT NULL AND NOT ({schema.CURRENT})",
+            tx.counts.add([r[1:] for r in erased if r[0]], -1)
+            tx.counts.add(tx.run(
+                "UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? "
+                f"AND m.lineage_id = ANY(?::bigint[]) AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) "
+                "AND o.project = m.project AND o.id = m.id "
+                f"RETURNING {bm25.counted('o')}",
                 [project, mine],
-            )
+            ), -1)  # fmt: skip
             tx.run(
                 "DELETE FROM embeddings e WHERE e.project = ? AND e.content_hash = ANY(?::text[]) AND NOT EXISTS "
                 "(SELECT 1 FROM memories m WHERE m.project = ? AND m.content_hash = e.content_hash "
@@ -350,16 +393,20 @@ class PgStore(StoreOfRecord):
         """What the embedded engine hands its indexes, done in the transaction: each version this
         unit made current gets its search document (`documents.doc_text`) and its vector; each it
         took out of the current ones loses its search document (only current versions are
-        searched, and a document holds words of older versions, which a delete may erase)."""
+        searched, and a document holds words of older versions, which a delete may erase). The
+        BM25 statistics follow every document set or cleared (`bm25.Counts`)."""
         tx: Tx = conn
-        upserts = sorted({i for op, i in ops if op == "upsert"})
-        left = sorted({i for op, i in ops if op == "delete"} - set(upserts))
+        upserts = sorted({i for op, i in ops if op == "upsert"} - (set() if tx.erased else tx.indexed))
+        left = sorted({i for op, i in ops if op == "delete"} - set(upserts) - tx.indexed)
         projects = self._projects(tx, [*upserts, *left])
         for project in sorted(set(projects.values())):
             gone = [i for i in left if projects.get(i) == project]
             if gone:
-                tx.run(f"UPDATE memories SET doc = NULL WHERE project = ? AND id = ANY(?::bigint[]) "
-                       f"AND NOT ({schema.CURRENT})", [project, gone])  # fmt: skip
+                tx.counts.add(tx.run(
+                    "UPDATE memories m SET doc = NULL, doc_len = NULL FROM memories o WHERE m.project = ? "
+                    f"AND m.id = ANY(?::bigint[]) AND m.doc IS NOT NULL AND NOT ({schema.M_CURRENT}) "
+                    "AND o.project = m.project AND o.id = m.id "
+                    f"RETURNING {bm25.counted('o')}", [project, gone]), -1)  # fmt: skip
             mine = [i for i in upserts if projects.get(i) == project]
             if mine:
                 self._index(tx, project, mine)
@@ -372,35 +419,44 @@ class PgStore(StoreOfRecord):
         return {i: tx.projects[i] for i in ids if i in tx.projects}
 
     def _index(self, tx: Tx, project: str, ids: list[int]) -> None:
+        """The search documents (and missing vectors) of current versions, in one statement."""
         rows = tx.run(
-            "SELECT m.id, m.title, m.content, m.content_hash, m.embedding IS NULL, "
+            "SELECT m.id, m.title, m.content, m.content_hash, "
             "(SELECT array_agg(o.content ORDER BY o.version) FROM memories o WHERE o.project = m.project "
             "AND o.lineage_id = m.lineage_id AND o.status = 'superseded') "
-            f"FROM memories m WHERE m.project = ? AND m.id = ANY(?::bigint[]) AND {schema.M_CURRENT}",
+            f"FROM memories m WHERE m.project = ? AND m.id = ANY(?::bigint[]) AND {schema.M_CURRENT} ORDER BY m.id",
             [project, ids],
         )
-        for memory_id, title, content, content_hash, no_vector, history in rows:
-            doc = doc_text(title, content, history)
-            vector = tx.vectors.get(content_hash)
-            if vector is not None or not no_vector:
-                tx.run(
-                    "UPDATE memories SET doc = ?, embedding = coalesce(?, embedding) WHERE project = ? AND id = ?",
-                    [doc, vector, project, memory_id],
-                )
-            else:  # a vector this project stored before for the same text
-                tx.run(
-                    "UPDATE memories SET doc = ?, embedding = (SELECT e.vector::vector FROM embeddings e "
-                    "WHERE e.project = ? AND e.content_hash = ? AND e.model = ?) WHERE project = ? AND id = ?",
-                    [doc, project, content_hash, self.model, project, memory_id],
-                )
+        if not rows:
+            return
+        docs = [doc_text(r[1], r[2], r[4]) for r in rows]
+        # the unit's vector, else the one the row has, else one this project stored for the same text
+        changed = tx.run(
+            "UPDATE memories m SET doc = v.doc, doc_len = v.len, embedding = coalesce(v.vec, m.embedding, "
+            "(SELECT e.vector::vector FROM embeddings e WHERE e.project = m.project "
+            "AND e.content_hash = m.content_hash AND e.model = ?)) "
+            "FROM unnest(?::bigint[], ?::text[], ?::integer[], ?::vector[]) AS v(id, doc, len, vec), memories o "
+            "WHERE m.project = ? AND m.id = v.id AND o.project = m.project AND o.id = m.id "
+            f"RETURNING o.doc IS NOT NULL, {bm25.counted('o')}, {bm25.counted('m')}",
+            [self.model, [r[0] for r in rows], docs, [bm25.doc_length(d) for d in docs],
+             [tx.vectors.get(r[3]) for r in rows], project],
+        )  # fmt: skip
+        tx.counts.add([r[1:4] for r in changed if r[0]], -1)
+        tx.counts.add([r[4:7] for r in changed], 1)
 
     def add_accesses(self, conn: Any, counts: dict[int, int], at: datetime) -> None:
+        """Access counts, one statement per project (their ids' projects found first)."""
         tx: Tx = conn
-        tx.run(
-            "UPDATE memories SET accesses = accesses + v.n, last_accessed_at = ? "
-            "FROM (SELECT unnest(?::bigint[]) AS id, unnest(?::integer[]) AS n) v WHERE memories.id = v.id",
-            [at, list(counts), list(counts.values())],
-        )
+        known = {i: p for i in counts if (p := tx.projects.get(i)) is not None}
+        known.update(self.projects_of([i for i in counts if i not in known], tx.run))
+        for project in sorted(set(known.values())):
+            mine = sorted(i for i, p in known.items() if p == project)
+            tx.run(
+                "UPDATE memories SET accesses = accesses + v.n, last_accessed_at = ? "
+                "FROM (SELECT unnest(?::bigint[]) AS id, unnest(?::integer[]) AS n) v "
+                "WHERE memories.project = ? AND memories.id = v.id",
+                [at, mine, [counts[i] for i in mine], project],
+            )
 
     def write_audit(self, conn: Any, entries: Sequence[AuditEntry]) -> list[int]:
         """Entries in the caller's transaction; one that spans projects is filed under ''."""
@@ -434,6 +490,154 @@ class PgStore(StoreOfRecord):
                 [key, now.isoformat()],
             )
         return True
+
+    def recount_bm25(self) -> None:
+        """Count every project's BM25 statistics again from the search documents (a rebuild).
+        Writers wait meanwhile for the statistics' lock, so none of their changes is counted twice
+        or lost."""
+        with self.pool.connection() as conn, conn.transaction():
+
+            def run(text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+                cur = conn.execute(sql(text), list(params))  # type: ignore[arg-type]
+                return cur.fetchall() if cur.description is not None else []
+
+            run("LOCK TABLE bm25_projects, bm25_terms IN SHARE ROW EXCLUSIVE MODE")
+            for project in self.projects():
+                bm25.recount(run, project)
+
+    def projects(self) -> list[str]:
+        """Every project that has a version (a read over every shard: upkeep, never a request)."""
+        return [r[0] for r in self._rows("SELECT DISTINCT project FROM memories ORDER BY 1")]
+
+    def broken_invariants(self, now: datetime, exempt: Sequence[str]) -> list[str]:
+        """The store's invariants (`StoreOfRecord.broken_invariants`), and each project's BM25
+        statistics against its search documents."""
+        problems = super().broken_invariants(now, exempt)
+        for project in self.projects():
+            problems += bm25.drift(self._rows, project)
+        return problems
+
+    # -- reads by id: each finds its project first --------------------------------
+    # `memory_projects` holds every id's project (on Citus it would be distributed by id), so a
+    # read that names ids and no project takes two single-shard steps, not one over every shard
+
+    def projects_of(self, ids: Sequence[int], run: Any = None) -> dict[int, str]:
+        """The project of each of these ids that is a stored version."""
+        wanted = sorted({int(i) for i in ids})
+        if not wanted:
+            return {}
+        rows = (run or self._rows)(schema.PROJECTS_OF, [wanted])
+        return {int(i): str(p) for i, p in rows}
+
+    def by_project(self, ids: Sequence[int], run: Any = None) -> dict[str, list[int]]:
+        """These ids (those stored) grouped by their project, projects and ids in order."""
+        out: dict[str, list[int]] = {}
+        for i, p in sorted(self.projects_of(ids, run).items()):
+            out.setdefault(p, []).append(i)
+        return dict(sorted(out.items()))
+
+    def scoped(self, f: Filter) -> Filter:
+        """`f` with the projects of the ids or lineages it names (a lineage's id is its first
+        version's), when it names none itself: then the read carries its project."""
+        if f.projects is not None:
+            return f
+        named = [*(f.ids or ()), *(f.lineages or ())]
+        if not named:
+            return f  # a read over every project (upkeep, or a caller scoped to none)
+        return f.narrow(projects=tuple(self.by_project(named)))
+
+    def get_many(self, ids: Sequence[int]) -> dict[int, MemoryVersion]:
+        out: dict[int, MemoryVersion] = {}
+        for project, mine in self.by_project(ids).items():
+            for v in self.where("project = ? AND id = ANY(?::bigint[])", [project, mine]):
+                out[v.id] = v
+        return out
+
+    def derived_from(self, memory_id: int) -> list[MemoryVersion]:
+        return self._linked(memory_id, "dst_id", "src_id")
+
+    def built_on(self, memory_id: int) -> list[MemoryVersion]:
+        return self._linked(memory_id, "src_id", "dst_id")
+
+    def _linked(self, memory_id: int, want: str, given: str) -> list[MemoryVersion]:
+        project = self.projects_of([memory_id]).get(memory_id)
+        if project is None:
+            return []
+        return self.where(
+            f"project = ? AND id IN (SELECT {want} FROM links WHERE project = ? AND {given} = ? "
+            "AND kind = 'derived_from')",
+            [project, project, memory_id],
+        )
+
+    def built_on_each(
+        self, ids: Sequence[int], current: Callable[[list[int]], Mapping[int, MemoryVersion]] | None = None
+    ) -> dict[int, list[MemoryVersion]]:
+        rows: list[tuple[Any, ...]] = []
+        for project, mine in self.by_project(ids).items():
+            rows += self._rows(
+                "SELECT dst_id, src_id FROM links WHERE project = ? AND kind = 'derived_from' "
+                "AND dst_id = ANY(?::bigint[]) ORDER BY dst_id, src_id",
+                [project, mine],
+            )
+        rows.sort()
+        wanted = sorted({src for _, src in rows})
+        found = dict(current(wanted)) if current is not None else {}
+        rest = [i for i in wanted if i not in found]
+        found.update(self.get_many(rest) if rest else {})
+        out: dict[int, list[MemoryVersion]] = {}
+        for dst, src in rows:
+            if src in found:
+                out.setdefault(dst, []).append(found[src])
+        return out
+
+    def links(self, memory_id: int) -> list[Link]:
+        project = self.projects_of([memory_id]).get(memory_id)
+        if project is None:
+            return []
+        rows = self._rows(
+            "SELECT src_id, dst_id, kind, created_at FROM links WHERE project = ? AND (src_id = ? OR dst_id = ?) "
+            "ORDER BY created_at",
+            [project, memory_id, memory_id],
+        )
+        return [Link(*r) for r in rows]
+
+    def current_of_lineages(self, lineages: Sequence[int]) -> list[int]:
+        out: list[int] = []
+        for project, mine in self.by_project(lineages).items():
+            out += [int(r[0]) for r in self._rows(
+                f"SELECT id FROM memories WHERE project = ? AND {schema.CURRENT} AND lineage_id = ANY(?::bigint[])",
+                [project, mine])]  # fmt: skip
+        return out
+
+    def count_links(self, f: Filter) -> int:
+        f = self.scoped(f)
+        where, params = filter_sql(f)
+        mine, more = _in_projects(f, "links")
+        return int(self.scalar(f"SELECT count(*) FROM links WHERE {mine} AND src_id IN "
+                               f"(SELECT id FROM memories WHERE {where})", [*more, *params]))  # fmt: skip
+
+    def links_from(self, f: Filter) -> list[Link]:
+        f = self.scoped(f)
+        where, params = filter_sql(f)
+        mine, more = _in_projects(f, "links")
+        rows = self._rows(
+            f"SELECT src_id, dst_id, kind, created_at FROM links WHERE {mine} AND src_id IN "
+            f"(SELECT id FROM memories WHERE {where}) ORDER BY created_at, src_id, dst_id",
+            [*more, *params],
+        )
+        return [Link(*r) for r in rows]
+
+    def sessions_not_derived_into(self, f: Filter, tier: str) -> list[str]:
+        f = self.scoped(f)
+        where, params = filter_sql(f, "m")
+        rows = self._rows(
+            f"SELECT DISTINCT m.session FROM memories m WHERE {where} AND m.session IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM links l JOIN memories e ON e.project = l.project AND e.id = l.src_id "
+            "WHERE l.project = m.project AND l.dst_id = m.id AND l.kind = 'derived_from' AND e.tier = ? "
+            "AND e.is_latest AND e.status = 'active') ORDER BY m.session",
+            [*params, tier],
+        )
+        return [r[0] for r in rows]
 
     # -- reads PostgreSQL does its own way ------------------------------------
 
@@ -511,6 +715,23 @@ class PgStore(StoreOfRecord):
         self._rows(
             "INSERT INTO provider_cache VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", [prompt_hash, model, reply, at]
         )
+
+
+def _column_types(conn: psycopg.Connection[Any], table: str, columns: Sequence[str]) -> list[str]:
+    """The type of each of `table`'s `columns`, as a binary COPY names them (`int8`, `int8[]`, `vector`)."""
+    rows = dict(conn.execute(
+        "SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+        "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped", [table]).fetchall())  # fmt: skip
+    return [f"{rows[c][1:]}[]" if rows[c].startswith("_") else rows[c] for c in columns]
+
+
+def _in_projects(f: Filter, alias: str) -> tuple[str, list[Any]]:
+    """The condition on `alias`'s project that `f` names (true when it names none), and its parameter."""
+    if f.projects is None:
+        return "true", []
+    if len(f.projects) == 1:
+        return f"{alias}.project = ?", [f.projects[0]]
+    return f"{alias}.project = ANY(?::text[])", [list(f.projects)]
 
 
 def _slot(v: MemoryVersion) -> str | None:

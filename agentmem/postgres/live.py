@@ -1,0 +1,75 @@
+"""The current versions as the database holds them now, read without locks: what the services
+that read outside a unit see (sweep, consolidation, stats), each every committed write.
+
+A unit's own reads, which lock what they return, are `agentmem.postgres.current.Current`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from agentmem.filters import Filter
+from agentmem.postgres.current import slot_key
+from agentmem.postgres.schema import CURRENT
+from agentmem.postgres.store import PgStore
+from agentmem.records import MemoryVersion
+from agentmem.supersede import NEVER_SUPERSEDED
+from agentmem.text import identity, sha256
+
+
+class LiveView:
+    """Every current version as the database holds it now (no locks; see the module's docstring)."""
+
+    def __init__(self, store: PgStore) -> None:
+        self._store = store
+
+    def __len__(self) -> int:
+        return int(self._store.scalar(f"SELECT count(*) FROM memories WHERE {CURRENT}"))
+
+    def __contains__(self, memory_id: object) -> bool:
+        return isinstance(memory_id, int) and self.get(memory_id) is not None
+
+    def get(self, memory_id: int) -> MemoryVersion | None:
+        return self.many([memory_id]).get(memory_id)
+
+    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
+        """The current versions among `ids`: their projects first, then one read per project."""
+        out: dict[int, MemoryVersion] = {}
+        for project, mine in self._store.by_project(list(ids)).items():
+            out.update((v.id, v) for v in self._store.where(f"project = ? AND {CURRENT} AND id = ANY(?::bigint[])",
+                                                            [project, mine]))  # fmt: skip
+        return out
+
+    def values(self, projects: Sequence[str] | None = None) -> list[MemoryVersion]:
+        """Every current version, or those of `projects` (one read per project)."""
+        if projects is None:
+            return self._store.where(CURRENT)
+        return [v for p in sorted(set(projects)) for v in self._store.where(f"project = ? AND {CURRENT}", [p])]
+
+    def ids(self) -> set[int]:
+        return set(self._store.ids(Filter(current_only=True)))
+
+    def _newest(self, condition: str, params: list[Any]) -> MemoryVersion | None:
+        found = [v for v in self._store.where(f"{CURRENT} AND {condition}", params, order="id DESC")
+                 if v.kind not in NEVER_SUPERSEDED]  # fmt: skip
+        return found[0] if found else None
+
+    def by_key(self, project: str, key: str) -> MemoryVersion | None:
+        return self._newest("project = ? AND key = ?", [project, key])
+
+    def by_slot(self, project: str, slot: str) -> MemoryVersion | None:
+        return self._newest("project = ? AND slot = ?", [project, slot_key(slot)])
+
+    def by_content(self, project: str, content: str) -> MemoryVersion | None:
+        return self._newest("project = ? AND norm_hash = ?", [project, sha256(identity(content))])
+
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        return None  # reads without locks have nothing to hold (a unit's `Current` locks)
+
+    # the embedded live set follows each commit; the database needs no telling
+    def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None:
+        return None
+
+    def put(self, v: MemoryVersion) -> None:
+        return None
