@@ -516,11 +516,7 @@ class StoreOfRecord(ABC):
         claims. Those `current(ids)` gives (the live set's) are not read from the store again."""
         if not ids:
             return {}
-        rows = self._rows(
-            "SELECT dst_id, src_id FROM links WHERE kind = 'derived_from' AND dst_id IN (SELECT unnest(?::BIGINT[])) "
-            "ORDER BY dst_id, src_id",
-            [list(ids)],
-        )
+        rows = self._derived_rows(ids)
         wanted = sorted({src for _, src in rows})
         found = dict(current(wanted)) if current is not None else {}
         rest = [i for i in wanted if i not in found]
@@ -530,6 +526,14 @@ class StoreOfRecord(ABC):
             if src in found:
                 out.setdefault(dst, []).append(found[src])
         return out
+
+    def _derived_rows(self, ids: Sequence[int]) -> list[tuple[Any, ...]]:
+        """(dst_id, src_id) of the derived_from links into `ids`, in that order."""
+        return self._rows(
+            "SELECT dst_id, src_id FROM links WHERE kind = 'derived_from' AND dst_id IN (SELECT unnest(?::BIGINT[])) "
+            "ORDER BY dst_id, src_id",
+            [list(ids)],
+        )
 
     def links(self, memory_id: int) -> list[Link]:
         rows = self._rows(

@@ -18,7 +18,7 @@ transaction remembers the project of every version it read or wrote (`Tx.project
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from datetime import datetime
@@ -569,26 +569,15 @@ class PgStore(StoreOfRecord):
             [project, project, memory_id],
         )
 
-    def built_on_each(
-        self, ids: Sequence[int], current: Callable[[list[int]], Mapping[int, MemoryVersion]] | None = None
-    ) -> dict[int, list[MemoryVersion]]:
+    def _derived_rows(self, ids: Sequence[int]) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
-        for project, mine in self.by_project(ids).items():
+        for project, mine in self.by_project(ids).items():  # one shard each
             rows += self._rows(
                 "SELECT dst_id, src_id FROM links WHERE project = ? AND kind = 'derived_from' "
                 "AND dst_id = ANY(?::bigint[]) ORDER BY dst_id, src_id",
                 [project, mine],
             )
-        rows.sort()
-        wanted = sorted({src for _, src in rows})
-        found = dict(current(wanted)) if current is not None else {}
-        rest = [i for i in wanted if i not in found]
-        found.update(self.get_many(rest) if rest else {})
-        out: dict[int, list[MemoryVersion]] = {}
-        for dst, src in rows:
-            if src in found:
-                out.setdefault(dst, []).append(found[src])
-        return out
+        return sorted(rows)
 
     def links(self, memory_id: int) -> list[Link]:
         project = self.projects_of([memory_id]).get(memory_id)
