@@ -7,16 +7,12 @@ recall, then `build`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import msgspec
 
 from agentmem.errors import ValidationError
 from agentmem.records import Hit
-
-if TYPE_CHECKING:
-    from agentmem.memory import Memory
 
 MAX_MEMORIES = 100
 TOKEN_BUDGET = (16, 32_000)
@@ -56,27 +52,15 @@ def build(hits: list[Hit], *, max_memories: int, token_budget: int, header: str 
     return Context(text=text, memory_ids=ids, tokens=used if ids else 0, dropped=dropped)
 
 
-def working_set(
-    mem: Memory,
-    query: str,
-    *,
-    project: str | None,
-    max_memories: int,
-    token_budget: int,
-    agent: str | None = None,
-    tiers: Sequence[str] = (),
-    kinds: Sequence[str] = (),
-) -> Context:
-    """The current memories best answering `query`, at most `max_memories`, within `token_budget`."""
+def working_set(recall: Callable[[int], list[Hit]], *, max_k: int, max_memories: int, token_budget: int) -> Context:
+    """The best `recall(k)` hits, at most `max_memories`, within `token_budget`; k is at most `max_k`."""
     if not _whole(max_memories) or not 1 <= max_memories <= MAX_MEMORIES:
         raise ValidationError(f"max_memories: expected a whole number from 1 to {MAX_MEMORIES}")
     low, high = TOKEN_BUDGET
     if not _whole(token_budget) or not low <= token_budget <= high:
         raise ValidationError(f"token_budget: expected a whole number from {low} to {high}")
     # twice as many hits as lines: some will not fit the budget
-    k = min(mem.config.max_k, 2 * max_memories)
-    hits = mem.recall(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds)
-    return build(hits, max_memories=max_memories, token_budget=token_budget)
+    return build(recall(min(max_k, 2 * max_memories)), max_memories=max_memories, token_budget=token_budget)
 
 
 def _whole(n: object) -> bool:

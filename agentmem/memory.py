@@ -338,8 +338,10 @@ class Memory:
         kinds: Sequence[str] = (),
     ) -> Context:
         """A prompt-ready working set: the best current memories that fit `token_budget` (see agentmem.context)."""
-        return working_set(self, query, project=project, max_memories=max_memories, token_budget=token_budget,
-                           agent=agent, tiers=tiers, kinds=kinds)  # fmt: skip
+        def recall(k: int) -> list[Hit]:
+            return self.recall(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds)
+
+        return working_set(recall, max_k=self.config.max_k, max_memories=max_memories, token_budget=token_budget)
 
     def _current_first(self, hits: list[Hit], query: str, project: str | None, model: str | None) -> list[Hit]:
         """The newer statement of a topic above the older, which is marked when something says it

@@ -94,18 +94,3 @@ def parts(m: MemoryVersion, t: Terms, bm25: tuple[int, float] | None, vector: tu
         recency=round(t.recency, 6),
         salience=m.salience,
     )
-
-
-def score(
-    m: MemoryVersion,
-    *,
-    now: datetime,
-    bm25: tuple[int, float] | None,
-    vector: tuple[int, float] | None,
-    best: tuple[float, float],
-    weights: Weights,
-    kinds: dict[str, KindSpec] = KINDS,
-) -> tuple[float, ScoreParts]:
-    """The final score of one candidate and its parts (`terms`, `total` and `parts` in one call)."""
-    t = terms(m, now=now, bm25=bm25, vector=vector, best=best, weights=weights, kinds=kinds)
-    return total(t, weights), parts(m, t, bm25, vector)

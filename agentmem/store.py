@@ -476,9 +476,6 @@ class StoreOfRecord(ABC):
         rows = self._rows("SELECT prompt_hash, model, reply FROM provider_cache ORDER BY prompt_hash", [])
         return [(str(h), str(m), str(r)) for h, m, r in rows]
 
-    def has_embedding(self, content_hash: str, model: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model]))
-
     def vector(self, content_hash: str, model: str, *, project: str | None = None) -> np.ndarray | None:
         """One stored embedding, or None; `project` as in `embedded`."""
         rows = self._rows("SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", [content_hash, model])

@@ -128,7 +128,7 @@ def test_fuse_keeps_the_ranking_of_scoring_every_candidate_in_full() -> None:
 
     import msgspec
 
-    from agentmem.ranking import Weights, score
+    from agentmem.ranking import Weights, parts, terms, total
     from agentmem.recall import fuse
     from agentmem.records import Hit, MemoryVersion, TimeWindow
     from agentmem.text import sha256
@@ -158,11 +158,13 @@ def test_fuse_keeps_the_ranking_of_scoring_every_candidate_in_full() -> None:
         best = (text[0][1], vector[0][1])
         full = []
         for m in versions:
-            t, parts = score(m, now=now, bm25=bm25.get(m.id), vector=vec.get(m.id), best=best, weights=weights)
+            b, v = bm25.get(m.id), vec.get(m.id)
+            ts = terms(m, now=now, bm25=b, vector=v, best=best, weights=weights)
+            t, why = total(ts, weights), parts(m, ts, b, v)
             if w is not None:
                 f = fit(m.valid_from, w, lasting=m.kind != "event", valid_to=m.valid_to)  # events are moments
                 t *= 1.0 + weights.time * f
-                parts = msgspec.structs.replace(parts, time_fit=round(f, 6))
-            full.append(Hit(memory=m, score=round(t, 6), parts=parts, has_history=m.version > 1))
+                why = msgspec.structs.replace(why, time_fit=round(f, 6))
+            full.append(Hit(memory=m, score=round(t, 6), parts=why, has_history=m.version > 1))
         full.sort(key=lambda h: (-h.score, -h.memory.id))
         assert got == full[:10]
