@@ -1,12 +1,13 @@
-"""The narrow interface between the engine and what holds the memories.
+"""The seam between the engine and what holds the memories, and the one factory that picks a side.
 
-Three parts, each with two implementations (the embedded default, and PostgreSQL):
+A `Backend` owns three parts, and how a unit opens and what follows its commit. Two exist: the
+embedded default (`agentmem.embedded`) and PostgreSQL (`agentmem.postgres.backend`).
 
 - the store of record, `agentmem.store.StoreOfRecord`: a unit's writes and the named read
   queries (`agentmem.store.Store` on DuckDB, `agentmem.postgres.store.PgStore`);
 - the current versions, `Live` here: looked up by id, key, triple slot and content, and
   listed (`agentmem.live.LiveSet` in memory, `agentmem.postgres.current.LiveView` in the
-  database); a unit decides against a `Current` (the live set, or the locking
+  database); a unit decides against a `agentmem.unit.Current` (the live set, or the locking
   `agentmem.postgres.current.Current` of its transaction);
 - search over current versions, `Indexes` (`indexes.sync.IndexSet`: Tantivy and hnswlib
   fed by the outbox; `agentmem.postgres.search.PgIndexes`: full-text search and pgvector in
@@ -15,29 +16,23 @@ Three parts, each with two implementations (the embedded default, and PostgreSQL
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from agentmem.config import Config
+from agentmem.embedded import Embedded
 from agentmem.records import MemoryVersion
+from agentmem.store import StoreOfRecord
+from agentmem.unit import Current, Write
 from indexes.docs import Doc
 from indexes.sync import Consistency
-
-
-class Current(Protocol):
-    """The current versions a write unit decides against."""
-
-    def get(self, memory_id: int) -> MemoryVersion | None: ...
-
-    def by_key(self, project: str, key: str) -> MemoryVersion | None: ...
-
-    def by_slot(self, project: str, slot: str) -> MemoryVersion | None: ...
-
-    def by_content(self, project: str, content: str) -> MemoryVersion | None: ...
-
-    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
-        """Read the holders of many keys and triple slots at once, ahead of `by_key` / `by_slot`."""
 
 
 class Live(Current, Protocol):
@@ -105,3 +100,54 @@ class Indexes(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    """One backend: its store of record, current versions and search, and the steps of a write
+    that differ between backends."""
+
+    @property
+    def store(self) -> StoreOfRecord: ...
+
+    @property
+    def live(self) -> Live: ...
+
+    @property
+    def indexes(self) -> Indexes:
+        """Search, once `open_indexes` ran."""
+
+    @property
+    def changes_model(self) -> bool:
+        """Whether it can re-embed every version for another model and switch to it."""
+
+    def open_indexes(self, model: str, lock: threading.RLock) -> None:
+        """Open search for the serving model; `lock` is the writers' lock."""
+
+    def new_unit(self, now: datetime, start_confidence: Callable[[str], float]) -> Write: ...
+
+    def committed(self, w: Write, first: int, accesses: Counter[int]) -> None:
+        """After `w` committed (its outbox entries from `first`): bring live set and search up to it."""
+
+    @property
+    def stale(self) -> bool:
+        """True while a search update failed and has not been replayed yet."""
+
+    def refresh(self) -> None:
+        """Before a search: replay what failed, and make every acknowledged change searchable."""
+
+    def sync(self) -> None:
+        """Replay every change search has not applied yet."""
+
+    def model_switch(
+        self, model: str, catch_up: Callable[[], None], cancelled: Callable[[], bool]
+    ) -> AbstractContextManager[Callable[[], None]]:
+        """Build search for another model beside the live one; yields the function that swaps it in."""
+
+
+def open_backend(path: Path, database_url: str | None, *, model: str, dim: int, config: Config) -> Backend:
+    """The PostgreSQL backend for a database URL, else the embedded one in the data directory `path`."""
+    if database_url:
+        from agentmem.postgres.backend import PgBackend  # psycopg only for those who ask for PostgreSQL
+
+        return PgBackend(database_url, model=model, dim=dim, config=config)
+    return Embedded(path, dim=dim, config=config)

@@ -222,10 +222,10 @@ def _matrix(mem: Engine, versions: Sequence[MemoryVersion]) -> np.ndarray:
     found: dict[str, np.ndarray] = {}
     for project in sorted({v.project for v in versions}):  # each project's own vectors (one shard each)
         mine = [v.content_hash for v in versions if v.project == project]
-        found.update(mem.store.vectors(mine, mem.model, project=project))
+        found.update(mem.store.vectors(mine, mem.serving.model, project=project))
     missing = [v for v in versions if v.content_hash not in found]
     if missing:  # stored with every version; a gap means a model change not yet back-filled
-        vectors = mem.embed([v.content for v in missing])
+        vectors = mem.serving.embed([v.content for v in missing])
         found.update({v.content_hash: vec for v, vec in zip(missing, vectors, strict=True)})
     return np.stack([found[v.content_hash] for v in versions]).astype(np.float32)
 

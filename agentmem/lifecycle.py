@@ -17,11 +17,12 @@ import msgspec
 
 from agentmem import claims, validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine, gated
+from agentmem.engine import Engine
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
+from agentmem.serving import gated
 from agentmem.store import RetryConflict
 from agentmem.unit import Write
 
@@ -146,7 +147,7 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
     ):
         raise ValidationError(f"ttl_days: expected more than 0 and at most 36500, got {ttl_days!r}")
     m = engine.get(memory_id)
-    vector, stored = engine.vector_for(m.project, m.content, m.content_hash)
+    vector, stored = engine.serving.vector_for(m.project, m.content, m.content_hash)
 
     def job(w: Write) -> MemoryVersion:  # run again if another node changed the memory meanwhile
         v = engine.get(memory_id)

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from agentmem import admission, audit, claims, lifecycle, slots, timewindow, transfer, validate, writes
+from agentmem import admission, audit, claims, embedded, lifecycle, slots, timewindow, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
@@ -26,7 +26,8 @@ from agentmem.config import Config
 from agentmem.context import Context, working_set
 from agentmem.currentness import pair
 from agentmem.currentness.order import order
-from agentmem.engine import DB_FILE, Engine
+from agentmem.embedded import DB_FILE
+from agentmem.engine import Engine
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
@@ -82,12 +83,12 @@ class Memory:
     def embedder(self) -> Embedder:
         """The model that serves now: the configured one, or while every version is re-embedded
         for it (`Engine.reembedding`), the one the store was written with."""
-        return self.engine.embedder
+        return self.engine.serving.embedder
 
     @embedder.setter
     def embedder(self, embedder: Embedder) -> None:
         """Embed recall's queries with another instance of the serving model (its own cache)."""
-        self.engine.query_embedder = embedder
+        self.engine.serving.query_embedder = embedder
 
     @property
     def store(self) -> StoreOfRecord:
@@ -284,7 +285,7 @@ class Memory:
             if qv is not None:
                 self._vector_error = None
             n = max(self.config.recall_candidates, 4 * k)
-            found = as_of_candidates(self.store, model or self.engine.model, query, qv, when, n, scope)
+            found = as_of_candidates(self.store, model or self.engine.serving.model, query, qv, when, n, scope)
             hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                         window=window, asked=question)  # fmt: skip
             hits = self._rolled_up(hits, frozenset())  # which claims were current then: not asked
@@ -317,7 +318,7 @@ class Memory:
         if include_superseded:
             scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
                            kinds=one_of(kinds), statuses=("superseded",))  # fmt: skip
-            found = stored_candidates(self.store, model or self.engine.model, query, qv, n, scope)
+            found = stored_candidates(self.store, model or self.engine.serving.model, query, qv, n, scope)
             old = fuse(*found, now=now, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
                        window=window, asked=question)  # fmt: skip
             hits = under_successors(hits + old)
@@ -338,6 +339,7 @@ class Memory:
         kinds: Sequence[str] = (),
     ) -> Context:
         """A prompt-ready working set: the best current memories that fit `token_budget` (see agentmem.context)."""
+
         def recall(k: int) -> list[Hit]:
             return self.recall(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds)
 
@@ -350,7 +352,7 @@ class Memory:
         if window == 0:
             return hits
         head = hits[:window]
-        judge = pair.for_embedder(model or self.engine.model)
+        judge = pair.for_embedder(model or self.engine.serving.model)
         vectors: dict[int, np.ndarray] = {}
         if judge is not None:
             try:
@@ -359,7 +361,9 @@ class Memory:
                 judge = None
         missing = [h.memory for h in head if h.memory.id not in vectors]  # superseded versions, as_of
         if judge is not None and missing and project is not None:
-            by_hash = self.store.vectors([m.content_hash for m in missing], model or self.engine.model, project=project)
+            by_hash = self.store.vectors(
+                [m.content_hash for m in missing], model or self.engine.serving.model, project=project
+            )
             vectors |= {m.id: v for m in missing if (v := by_hash.get(m.content_hash)) is not None}
         size = (judge.dim,) if judge is not None else None
         vectors = {i: v for i, v in vectors.items() if v.shape == size}
@@ -397,7 +401,7 @@ class Memory:
         """The query's embedding and its model, or None while the model is down (recall then
         answers by words)."""
         try:
-            return self.engine.embed_query(query)
+            return self.engine.serving.embed_query(query)
         except IndexFailure as exc:
             self._vector_down(exc)
             return None, None
@@ -521,7 +525,7 @@ class Memory:
     @staticmethod
     def compact(path: str | Path) -> tuple[int, int]:
         """Rewrite a closed data directory's DuckDB file so erased content leaves the disk."""
-        return Engine.compact(Path(path).expanduser())
+        return embedded.compact(Path(path).expanduser())
 
     def check(self) -> Consistency:
         """Ids in each index against the latest active ids in DuckDB, and the store's own invariants."""

@@ -155,9 +155,6 @@ class StoreOfRecord(ABC):
     ones each backend does its own way. `Store` (DuckDB, the embedded default) and
     `agentmem.postgres.store.PgStore` implement it."""
 
-    # what the store shares with other processes: False for DuckDB (one process owns the file,
-    # so the engine keeps the live set and the indexes in memory), True for PostgreSQL
-    shared: bool = False
     last_seq: int = 0
     schema_version: int = 0
 
@@ -165,12 +162,6 @@ class StoreOfRecord(ABC):
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
     # -- the write side (the engine's commit) --------------------------------
-
-    def open_unit(self) -> Any:
-        """What a new write unit decides in: None where the engine's live set is the truth (one
-        process owns the store), a database transaction holding the unit's locks where the store
-        is shared (its `current` is what the unit reads, its `allocate_id` gives the ids)."""
-        return None
 
     def abort(self, session: Any) -> None:
         """A unit that will not be committed: roll its transaction back, if it has one."""
@@ -192,6 +183,11 @@ class StoreOfRecord(ABC):
     def put_embeddings(
         self, conn: Any, hashes: Sequence[str], model: str, vectors: np.ndarray, *, new: bool = False
     ) -> None: ...
+
+    def put_unit_vectors(self, conn: Any, vectors: dict[str, np.ndarray], model: str) -> None:
+        """The vector of every text a unit's new versions use, where a store keeps them with its
+        versions (PostgreSQL, per project); this one keeps one per text (`put_embeddings`)."""
+        return None
 
     @abstractmethod
     def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None: ...

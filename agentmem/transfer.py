@@ -13,10 +13,11 @@ from tqdm import tqdm
 from agentmem import validate
 from agentmem.audit import AuditEntry
 from agentmem.config import Config
-from agentmem.engine import Engine, gated
+from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.records import Link, MemoryVersion
+from agentmem.serving import gated
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import sha256, slot_of
 from agentmem.validate import MAX_ID
@@ -88,10 +89,10 @@ MAX_IMPORT_ID = MAX_ID // 2  # an import may not use up the id space: the upper 
 def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Iterator[bytes]:
     """JSON Lines for the store (or `projects`): a header, then versions by id, then their links,
     then the audit log, oldest entry first (with `projects`, their entries only)."""
-    store, model = engine.store, engine.model
+    store, model = engine.store, engine.serving.model
     yield (
         _encoder.encode(
-            Header(FORMAT, FORMAT_VERSION, store.schema_version, model, engine.embedder.dim, engine.clock())
+            Header(FORMAT, FORMAT_VERSION, store.schema_version, model, engine.serving.embedder.dim, engine.clock())
         )
         + b"\n"
     )
@@ -229,7 +230,7 @@ def import_lines(
     _check_graph(versions, links, engine.clock())
     entries = _check_audit(audit, versions, engine.config, trusted=trusted, importer=importer)
     ids = [v.memory.id for v in versions]
-    store, embedder = engine.store, engine.embedder
+    store, embedder = engine.store, engine.serving.embedder
     use_file = trusted and header is not None and header.model == embedder.name and header.dim == embedder.dim
     inserted = [  # a tombstone keeps no hash (as a governance delete leaves it)
         msgspec.structs.replace(v.memory, content_hash=sha256(v.memory.content) if v.memory.status != "deleted" else "")
@@ -241,7 +242,7 @@ def import_lines(
             if line.embedding is not None:
                 vectors.setdefault(v.content_hash, _vector(v.id, line.embedding, embedder.dim))
     for project in sorted({v.project for v in inserted}):  # each project's own stored vectors only
-        held = engine.held_vectors(project, [v.content_hash for v in inserted if v.project == project])
+        held = engine.serving.held_vectors(project, [v.content_hash for v in inserted if v.project == project])
         vectors.update((h, vec) for h, vec in held.items() if h not in vectors)
     missing = {v.content_hash: v.content for v in inserted if v.status != "deleted" and v.content_hash not in vectors}
     todo = list(missing.items())
@@ -249,7 +250,7 @@ def import_lines(
     try:
         for start in range(0, len(todo), 256):
             chunk = todo[start : start + 256]
-            vectors.update(zip([h for h, _ in chunk], engine.embed([c for _, c in chunk]), strict=True))
+            vectors.update(zip([h for h, _ in chunk], engine.serving.embed([c for _, c in chunk]), strict=True))
             bar.update(len(chunk))
     finally:
         bar.close()

@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
 
 from agentmem.audit import AuditEntry
-from agentmem.backend import Current
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.live import LiveSet
 from agentmem.records import Link, MemoryVersion, NewMemory
@@ -37,6 +36,21 @@ ERASED: dict[str, Any] = {
     "status": "deleted", "content": "", "title": None, "subject": None, "predicate": None, "object": None,
     "key": None, "slot": None, "source_ref": None, "content_hash": "", "norm_hash": "", "archived_at": None,
 }  # fmt: skip
+
+
+class Current(Protocol):
+    """The current versions a write unit decides against."""
+
+    def get(self, memory_id: int) -> MemoryVersion | None: ...
+
+    def by_key(self, project: str, key: str) -> MemoryVersion | None: ...
+
+    def by_slot(self, project: str, slot: str) -> MemoryVersion | None: ...
+
+    def by_content(self, project: str, content: str) -> MemoryVersion | None: ...
+
+    def hold(self, project: str, keys: Sequence[str], slots: Sequence[str]) -> None:
+        """Read the holders of many keys and triple slots at once, ahead of `by_key` / `by_slot`."""
 
 
 @dataclass

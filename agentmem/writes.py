@@ -16,11 +16,12 @@ import numpy as np
 
 from agentmem import adjudicate, claims, validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine, gated
+from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforcement
+from agentmem.serving import gated
 from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide
 from agentmem.text import jaccard, sha256, slot_of, token_set
 from agentmem.unit import Write
@@ -52,7 +53,7 @@ def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:
     nothing and hands them back; the model is asked here, outside the writer, and a second job
     decides again and applies its rulings (`agentmem.adjudicate`)."""
     content_hash = sha256(new.content)
-    vector, stored = engine.vector_for(new.project or "", new.content, content_hash)
+    vector, stored = engine.serving.vector_for(new.project or "", new.content, content_hash)
     judge = engine.provider if engine.provider is not None and engine.provider.config.adjudicate else None
     asked: list[tuple[adjudicate.Pending, list[adjudicate.Verdict]]] = []
 
@@ -189,7 +190,7 @@ def revise(
         raise ValidationError("project: a new version stays in its lineage's project; remember it there instead")
     new = _revised(engine, old, content, changes)
     content_hash = sha256(new.content)
-    vector, stored = engine.vector_for(old.project, new.content, content_hash)
+    vector, stored = engine.serving.vector_for(old.project, new.content, content_hash)
 
     def job(w: Write) -> RememberResult:
         current = w.get(old.id)
@@ -253,10 +254,10 @@ def observe(
     known = {
         (p, h): vec
         for p in {p for p, _ in texts}
-        for h, vec in engine.held_vectors(p, [h for q, h in texts if q == p]).items()
+        for h, vec in engine.serving.held_vectors(p, [h for q, h in texts if q == p]).items()
     }
     todo = {k: t for k, t in texts.items() if k not in known}
-    embedded = dict(zip(todo, engine.embed(list(todo.values())), strict=True)) if todo else {}
+    embedded = dict(zip(todo, engine.serving.embed(list(todo.values())), strict=True)) if todo else {}
     fresh = {h for _, h in embedded}
     vectors = {h: vec for (_, h), vec in {**known, **embedded}.items()}
 

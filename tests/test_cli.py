@@ -118,9 +118,9 @@ def test_lifecycle_commands(run, data_dir: Path) -> None:  # type: ignore[no-unt
 
 
 def test_compact_finds_the_database_where_memory_puts_it(run, data_dir: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import agentmem.engine
+    import agentmem.embedded
 
-    monkeypatch.setattr(agentmem.engine, "DB_FILE", "renamed.duckdb")  # the CLI knows no file name of its own
+    monkeypatch.setattr(agentmem.embedded, "DB_FILE", "renamed.duckdb")  # the CLI knows no file name of its own
     run("remember", "The wiki moved to Notion", "--project", "p")
     code, out, err = run("compact")
     assert code == 0 and out.startswith("compacted:"), err

@@ -190,10 +190,10 @@ def test_a_stored_vector_is_reused_in_its_own_project_only(
     assert embedder.texts == before + 3
     victims = [m.id for m in memory.list_versions(status=None, latest_only=False)[0] if m.content == text]
     memory.delete(reason="test", ids=victims)  # now nothing holds it: the vector is erased
-    assert not memory.engine.store.embedded([c.content_hash], memory.engine.model)
+    assert not memory.engine.store.embedded([c.content_hash], memory.engine.serving.model)
     d = memory.remember(text, project="d").memory  # embedded and stored again, no conflict
     assert embedder.texts == before + 4 and b.id < d.id
-    assert memory.engine.store.embedded([a.content_hash], memory.engine.model) == {a.content_hash}
+    assert memory.engine.store.embedded([a.content_hash], memory.engine.serving.model) == {a.content_hash}
     memory.close()
     with open_memory(embedder=embedder, clock=clock) as again:  # the sets are rebuilt from the store
         again.remember(text, project="d")

@@ -59,7 +59,7 @@ def _open(path: Path, new: FakeEmbedder, clock) -> Memory:  # type: ignore[no-un
 
 def _wait(mem: Memory, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while mem.engine.reembedding is not None and mem.engine.reembedding.error is None:
+    while mem.engine.serving.reembedding is not None and mem.engine.serving.reembedding.error is None:
         assert time.monotonic() < deadline, "re-embedding did not finish"
         time.sleep(0.02)
 
@@ -74,12 +74,12 @@ def test_new_model_serves_only_after_every_version_is_reembedded(data_dir, clock
     _written(data_dir, clock)
     new = NewModel(delay=0.05)
     with _open(data_dir, new, clock) as mem:
-        progress = mem.engine.reembedding
+        progress = mem.engine.serving.reembedding
         assert progress is not None and progress.model == new.name and progress.total == 60
         assert mem.embedder.name == FakeEmbedder.name  # the old vectors answer meanwhile
         assert "5007" in mem.recall("port of service 7", project="p")[0].memory.content
         _wait(mem)
-        assert mem.engine.reembedding is None and mem.embedder is new
+        assert mem.engine.serving.reembedding is None and mem.embedder is new
         assert mem.indexes.vectors.model == new.name and mem.check().ok
         _every_version_has(mem, new.name)
         assert new.texts == 60  # each distinct text once
@@ -160,16 +160,16 @@ def test_a_failed_reembedding_keeps_serving_and_the_next_open_goes_on(data_dir, 
     _written(data_dir, clock, n=300)  # 600 versions: three batches of 256
     with _open(data_dir, NewModel(fail_after=1), clock) as mem:
         deadline = time.monotonic() + 30
-        while mem.engine.reembedding is not None and mem.engine.reembedding.error is None:
+        while mem.engine.serving.reembedding is not None and mem.engine.serving.reembedding.error is None:
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        progress = mem.engine.reembedding
+        progress = mem.engine.serving.reembedding
         assert progress is not None and progress.error and "fell over" in progress.error
         assert progress.done == 256 and mem.embedder.name == FakeEmbedder.name
         assert mem.recall("port of service 3", project="p")
     new = NewModel()
     with _open(data_dir, new, clock) as mem:
-        assert mem.engine.reembedding is not None and mem.engine.reembedding.total == 600 - 256
+        assert mem.engine.serving.reembedding is not None and mem.engine.serving.reembedding.total == 600 - 256
         _wait(mem)
         assert mem.embedder is new and mem.check().ok
     assert new.texts == 600 - 256  # what the first open stored was not embedded again
@@ -188,9 +188,9 @@ def test_a_kill_mid_reembedding_resumes_where_it_stopped(data_dir, clock) -> Non
         old = FakeEmbedder()
         mem = Memory({str(data_dir)!r}, embedder=NewModel(delay=0.5),
                      embedders=lambda name: old if name == old.name else None)
-        while mem.engine.reembedding.done < 256:
+        while mem.engine.serving.reembedding.done < 256:
             time.sleep(0.01)
-        print("committed", mem.engine.reembedding.done, flush=True)
+        print("committed", mem.engine.serving.reembedding.done, flush=True)
         time.sleep(600)
     """)
     proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True, cwd=root)
@@ -209,7 +209,7 @@ def test_a_kill_mid_reembedding_resumes_where_it_stopped(data_dir, clock) -> Non
     assert 0 < left <= 800 - 256  # the committed batches survived the kill
     new = NewModel()
     with _open(data_dir, new, clock) as mem:
-        assert mem.engine.reembedding is not None and mem.engine.reembedding.total == left
+        assert mem.engine.serving.reembedding is not None and mem.engine.serving.reembedding.total == left
         _wait(mem)
         assert mem.embedder is new and mem.check().ok
     assert new.texts == left

@@ -20,6 +20,7 @@ import pytest
 from agentmem import Memory
 from agentmem.config import Config
 from agentmem.errors import StoreBusyError, StoreError
+from agentmem.postgres.backend import PgBackend
 from agentmem.postgres.search import text_query
 from fakes import FakeEmbedder
 
@@ -312,7 +313,7 @@ def test_text_queries_are_words_only() -> None:
 def test_config_carries_through_to_a_node(database_url: str, tmp_path: Path) -> None:
     strict = Config(shortlist=5)
     with _node(tmp_path, "n", database_url, config=strict) as mem:
-        assert mem.engine.config.shortlist == 5 and mem.engine.store.shared
+        assert mem.engine.config.shortlist == 5 and isinstance(mem.engine.backend, PgBackend)
 
 
 def test_the_database_url_comes_from_the_environment_or_the_config_file(tmp_path: Path) -> None:

@@ -138,8 +138,6 @@ class Tx:
 class PgStore(StoreOfRecord):
     """One PostgreSQL database (a URL psycopg accepts), shared by every node."""
 
-    shared = True
-
     def __init__(
         self, url: str, *, model: str, dim: int, pool_size: int = 8, lock_timeout: float = LOCK_TIMEOUT
     ) -> None:
@@ -247,6 +245,10 @@ class PgStore(StoreOfRecord):
                 conn.vectors.setdefault(h, np.asarray(v, dtype=np.float32))
             return
         raise StoreError("embeddings are stored with a unit's versions on PostgreSQL")
+
+    def put_unit_vectors(self, conn: Any, vectors: dict[str, np.ndarray], model: str) -> None:
+        if vectors:
+            self.put_embeddings(conn, list(vectors), model, np.stack(list(vectors.values())))
 
     def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None:
         """The versions in one COPY, each with its vector, and every id's project in another.

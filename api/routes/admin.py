@@ -60,7 +60,7 @@ async def ready(request: Request, state: State) -> Response[Readiness]:  # type:
     if who is not None and who.can("admin") and who.all_projects:
         body = msgspec.structs.replace(
             body, outbox_lag=lag, index_stale=stale, rebuild=state.rebuild.state, degraded=mem.degraded,
-            reembedding=mem.engine.reembedding,
+            reembedding=mem.engine.serving.reembedding,
         )  # fmt: skip
     return Response(body, status_code=200 if ok else 503)
 
