@@ -64,9 +64,14 @@ class Erasure:
     known: set[int] = field(default_factory=set)  # every version of those lineages the delete read
 
 
+_MISSING = object()
+Mark = tuple[int, int, int, int, int]  # lengths of a unit's journal and lists (`Changes.mark`)
+
+
 @dataclass
 class Changes:
-    """Everything a unit will write; copied whole to undo one job of a batch."""
+    """Everything a unit will write. Lists only grow; a change to a dict or set is journaled with
+    what it replaced, so one failed job of a batch is undone in the time it took (`mark`, `undo`)."""
 
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)
     inserts: dict[int, MemoryVersion] = field(default_factory=dict)
@@ -80,13 +85,40 @@ class Changes:
     # stored versions this unit updates, as it read them (project, status, is_latest): a shared
     # store refuses the commit (and the writer retries) if another node changed one meanwhile
     read: dict[int, tuple[str, str, bool]] = field(default_factory=dict)
+    journal: list[tuple[Any, Any, Any]] = field(default_factory=list)  # (dict or set, key, old value)
 
-    def copy(self) -> Changes:
-        return Changes(
-            dict(self.embeddings), dict(self.inserts), {k: dict(v) for k, v in self.updates.items()},
-            list(self.erasures), list(self.links), list(self.outbox), list(self.audits), dict(self.added),
-            set(self.gone), dict(self.read),
-        )  # fmt: skip
+    def put(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        self.journal.append((table, key, table.get(key, _MISSING)))
+        table[key] = value
+
+    def pop(self, table: dict[Any, Any], key: Any) -> None:
+        if key in table:
+            self.journal.append((table, key, table.pop(key)))
+
+    def add(self, members: set[Any], key: Any) -> None:
+        if key not in members:
+            self.journal.append((members, key, _MISSING))
+            members.add(key)
+
+    def mark(self) -> Mark:
+        return len(self.journal), len(self.erasures), len(self.links), len(self.outbox), len(self.audits)
+
+    def undo(self, mark: Mark) -> set[int]:
+        """Back to `mark`; returns the ids whose `added` entry changed."""
+        at, erasures, links, outbox, audits = mark
+        touched = set()
+        for table, key, old in reversed(self.journal[at:]):
+            if table is self.added:
+                touched.add(key)
+            if isinstance(table, set):
+                table.discard(key)
+            elif old is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = old
+        del self.journal[at:], self.erasures[erasures:], self.links[links:], self.outbox[outbox:]
+        del self.audits[audits:]
+        return touched
 
 
 _TIME_FIELDS = [f.name for f in msgspec.structs.fields(MemoryVersion) if "datetime" in str(f.type)]
@@ -151,7 +183,8 @@ class Write:
         """The vector of a content hash, written to the store unless it is `stored` there already."""
         self.vectors.setdefault(content_hash, vector)
         if not stored:
-            self.changes.embeddings.setdefault(content_hash, vector)
+            if content_hash not in self.changes.embeddings:
+                self.changes.put(self.changes.embeddings, content_hash, vector)
 
     def insert(self, new: NewMemory, *, content_hash: str, replaces: MemoryVersion | None = None) -> MemoryVersion:
         """A new current version (continuing `replaces`'s lineage, which this makes no longer
@@ -191,7 +224,7 @@ class Write:
         )
         self._claim(version, replacing=old)
         c = self.changes
-        c.inserts[new_id] = version
+        c.put(c.inserts, new_id, version)
         c.outbox.append(("upsert", new_id))
         c.links.extend(Link(new_id, source_id, "derived_from", self.now) for source_id in new.source_ids)
         self._put(version)
@@ -219,11 +252,11 @@ class Write:
             self._claim(changed, replacing=None)
         c = self.changes
         if v.id in c.inserts:
-            c.inserts[v.id] = changed
+            c.put(c.inserts, v.id, changed)
         else:
             if v.id not in c.updates:
-                c.read[v.id] = (v.project, v.status, v.is_latest)
-            c.updates.setdefault(v.id, {}).update(fields)
+                c.put(c.read, v.id, (v.project, v.status, v.is_latest))
+            c.put(c.updates, v.id, {**c.updates.get(v.id, {}), **fields})
         self._put(changed)
         if reindex:
             c.outbox.append(("upsert", v.id))
@@ -251,8 +284,8 @@ class Write:
                     sorted({(v.project, v.lineage_id) for v in victims}), {*ids, *known})
         )  # fmt: skip
         for v in victims:
-            c.gone.add(v.id)
-            c.added.pop(v.id, None)
+            c.add(c.gone, v.id)
+            c.pop(c.added, v.id)
             self._added.drop(v.id)
         c.outbox.extend([("purge", i) for i in ids] + [("upsert", i) for i in survivors if i not in set(ids)])
 
@@ -275,7 +308,7 @@ class Write:
             current = v.is_latest and v.status == "active"
             if current:
                 self._claim(v, replacing=None)
-            c.inserts[v.id] = v
+            c.put(c.inserts, v.id, v)
             self._put(v)
             if current:
                 c.outbox.append(("upsert", v.id))
@@ -294,8 +327,8 @@ class Write:
 
     def _put(self, v: MemoryVersion) -> None:
         c = self.changes
-        c.gone.add(v.id)
-        c.added[v.id] = v
+        c.add(c.gone, v.id)
+        c.put(c.added, v.id, v)
         self._added.put(v)  # drops it instead when it is no longer current
 
     def _claim(self, v: MemoryVersion, replacing: MemoryVersion | None) -> None:
@@ -316,13 +349,17 @@ class Write:
                     f"memory {other.id} holds the {what} {value!r} in project {v.project!r}: revise or delete it first"
                 )
 
-    def mark(self) -> Changes:
-        """A copy of what is collected so far (`reset` returns to it: one failed job of a batch)."""
-        return self.changes.copy()
+    def mark(self) -> Mark:
+        """Where the changes are now (`reset` returns to it: one failed job of a batch)."""
+        return self.changes.mark()
 
-    def reset(self, mark: Changes) -> None:
-        self.changes = mark
-        self._added = LiveSet(mark.added.values())
+    def reset(self, mark: Mark) -> None:
+        for memory_id in self.changes.undo(mark):
+            v = self.changes.added.get(memory_id)
+            if v is None:
+                self._added.drop(memory_id)
+            else:
+                self._added.put(v)
 
     @property
     def broken(self) -> bool:
