@@ -251,6 +251,24 @@ def check(url: str, acks: list[dict[str, Any]]) -> dict[str, Any]:
 # -- the campaign -----------------------------------------------------------------------
 
 
+def _wait_for_load(logs: Sequence[Path], timeout: float = 120.0) -> None:
+    """Until the writers (new processes, loading slowly on a busy machine) have had a write
+    acknowledged since this call, and a delete sent: a kill then always lands under load."""
+    before, end = len(_acks_so_far(logs)), time.monotonic() + timeout
+    while time.monotonic() < end:
+        acks = _acks_so_far(logs)
+        if len(acks) > before and any(a["op"] == "delete-intent" for a in acks):
+            return
+        time.sleep(0.1)
+
+
+def _acks_so_far(logs: Sequence[Path]) -> list[dict[str, Any]]:
+    try:
+        return read_acks(logs)
+    except ValueError:  # a line being written: none counted this time
+        return []
+
+
 def campaign(kills: int, writers: int = 4, seed: int = 0, workdir: Path | None = None) -> dict[str, Any]:
     rng = random.Random(seed)
     tmp = Path(workdir or tempfile.mkdtemp(prefix="agentmem-crash-"))
@@ -266,6 +284,7 @@ def campaign(kills: int, writers: int = 4, seed: int = 0, workdir: Path | None =
     started = time.monotonic()
     try:
         for k in range(kills):
+            _wait_for_load(logs)
             time.sleep(rng.uniform(0.5, 4.0))
             server.kill()
             startup.append(server.start())
@@ -298,8 +317,9 @@ def campaign(kills: int, writers: int = 4, seed: int = 0, workdir: Path | None =
         "kills": kills,
         "kills_survived": sum(1 for r in rounds if not r["problems"] and r["ready"]),
         "writes_checked": sum(1 for a in acks if a["op"] == "remember"),
-        "acknowledged_ops": {op: sum(1 for a in acks if a["op"] == op) for op in ("remember", "delete", "archive",
-                                                                                  "restore")},
+        "acknowledged_ops": {
+            op: sum(1 for a in acks if a["op"] == op) for op in ("remember", "delete", "archive", "restore")
+        },
         "deletes_sent": sum(1 for a in acks if a["op"] == "delete-intent"),
         "losses": sum(len(r["problems"]) for r in rounds),
         "restart_seconds": {"median": sorted(startup)[len(startup) // 2], "max": max(startup)},
