@@ -126,11 +126,7 @@ class Writer:
             try:
                 t.value = t.job(unit)
             except self._retryable as exc:
-                self._abort(unit)
-                if last:
-                    self._fail(batch, exc)
-                    return "done"
-                return "retry"
+                return self._conflict(unit, batch, exc, last)
             except BaseException as exc:  # delivered to its caller; the rest of the batch goes on
                 t.error = exc
                 if unit.broken:  # its database transaction is gone: the others run again without it
@@ -141,17 +137,21 @@ class Writer:
         try:
             self._commit(unit)
         except self._retryable as exc:
-            self._abort(unit)
-            if last:
-                self._fail(batch, exc)
-                return "done"
-            return "retry"
+            return self._conflict(unit, batch, exc, last)
         except BaseException as exc:  # nothing of the batch was written
             self._abort(unit)
             if len([t for t in pending if t.error is None]) > 1 and 400 <= getattr(exc, "status", 500) < 500:
                 return "alone"
             self._fail(batch, exc)  # every caller hears why
         return "done"
+
+    def _conflict(self, unit: Write, batch: list[_Ticket[Any]], exc: BaseException, last: bool) -> str:
+        """The store asked for the batch again: "retry", or past the deadline every caller hears why."""
+        self._abort(unit)
+        if last:
+            self._fail(batch, exc)
+            return "done"
+        return "retry"
 
     @staticmethod
     def _fail(batch: list[_Ticket[Any]], exc: BaseException) -> None:
