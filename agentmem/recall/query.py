@@ -50,7 +50,7 @@ def parse(text: str, time_range: TimeRange | dict[str, Any] | str | None, now: d
 
 def prefixes(text: str) -> set[str]:
     """The query's words as the starts of words to look for: accent-folded, lower case, no
-    stopwords, each cut to what it shares with its stem ("policies" -> "polic", "stored" -> "stor")."""
+    stopwords, each cut to what it shares with its stem ("policies" -> "polici")."""
     out = set()
     for word in set(folded_words(text)) - STOPWORDS:
         n = len(os.path.commonprefix([word, stem(word)]))
