@@ -174,6 +174,10 @@ class Memory:
         """Every version of the memory's lineage, oldest first, with their death records."""
         return self.store.lineage(self.get(memory_id).lineage_id)
 
+    def histories(self, lineage_ids: Sequence[int]) -> dict[int, list[MemoryVersion]]:
+        """The history of each lineage, by lineage id, in one read (a recall's hits with their past)."""
+        return self.store.lineages(lineage_ids)
+
     def list_versions(
         self,
         *,
