@@ -262,7 +262,7 @@ class Memory:
         """
         req = request.checked(self.config, query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds,
                               as_of=as_of, time_range=time_range, include_superseded=include_superseded)  # fmt: skip
-        return pipeline.search(self.engine, self._vectors, req, self.clock())
+        return pipeline.search(self.engine, self._vectors, self.config, req, self.clock())
 
     def context(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from agentmem.config import Config
 from agentmem.engine import Engine
 from agentmem.recall import candidates, rank
 from agentmem.recall.candidates import VectorHealth
@@ -19,10 +20,10 @@ from agentmem.recall.timing import Stopwatch
 from agentmem.records import Recalled
 
 
-def search(engine: Engine, health: VectorHealth, req: Request, now: datetime) -> Recalled:
-    """The k memories that best answer the request (see `Memory.search`); `now`: the clock's time."""
+def search(engine: Engine, health: VectorHealth, config: Config, req: Request, now: datetime) -> Recalled:
+    """The k memories that best answer the request (see `Memory.search`) under `config` (the facade's,
+    which a caller may replace); `now`: the clock's time."""
     watch = Stopwatch()
-    config = engine.config
     query = parse(req.query, req.time_range, req.when or now)
     watch.lap("parse")
     n = max(config.recall_candidates, 4 * req.k)
