@@ -29,13 +29,12 @@ def search(engine: Engine, health: VectorHealth, config: Config, req: Request, n
     n = max(config.recall_candidates, 4 * req.k)
     if req.when is not None:
         pool, probe = candidates.as_of(engine, health, query, req, n, req.when)
-        pools = [pool]
     else:
         engine.refresh()  # read your writes: every acknowledged change is searchable
         pool, probe = candidates.live(engine, health, query, req, n, now)
-        pools = [pool]
-        if req.include_superseded:
-            pools.append(candidates.superseded(engine, query, req, n, probe))
+    pools = [pool]
+    if req.include_superseded:  # never with as_of (`request.checked`)
+        pools.append(candidates.superseded(engine, query, req, n, probe))
     watch.lap("candidates")
     weights, kinds, top = config.weights, config.kinds, max(req.k, config.slot_window)
     ranked = []
@@ -47,8 +46,9 @@ def search(engine: Engine, health: VectorHealth, config: Config, req: Request, n
         scored = rank.asked(scored, query.asked, weights=weights)
         watch.lap("asked")
         ranked.append(rank.best(scored, top))
-        watch.lap("fusion")
+        watch.lap("fusion")  # sorting by the fused scores is fusion's time, and so is the merge below
     hits = ranked[0] if len(ranked) == 1 else rank.under_successors(ranked[0] + ranked[1])
+    watch.lap("fusion")
     # which claims were current then is not asked of an as_of recall: no claim is older news there
     hits = rolled_up(hits, query.words if req.when is None else frozenset(), engine.live, engine.store)
     watch.lap("roll-up")
