@@ -14,18 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import msgspec
-import numpy as np
-
-from agentmem import admission, audit, claims, embedded, lifecycle, slots, timewindow, transfer, validate, writes
+from agentmem import admission, audit, embedded, lifecycle, timewindow, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.backend import Indexes, Live
 from agentmem.config import Config
 from agentmem.context import Context, working_set
-from agentmem.currentness import pair
-from agentmem.currentness.order import order
 from agentmem.embedded import DB_FILE
 from agentmem.engine import Engine
 from agentmem.errors import ValidationError
@@ -33,13 +28,12 @@ from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
 from agentmem.provider import Provider
-from agentmem.recall import as_of_candidates, fuse, stored_candidates, under_successors
+from agentmem.recall import pipeline, request
+from agentmem.recall.candidates import VectorHealth, message
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention, retention
-from agentmem.slots import query_words
 from agentmem.store import StoreOfRecord
-from agentmem.supersede import asked
-from indexes.docs import IndexFailure, StaleModel
+from indexes.docs import IndexFailure
 from indexes.embed import Embedder
 from indexes.onnx_embed import embedder_named
 from indexes.sync import Consistency
@@ -75,7 +69,7 @@ class Memory:
         self.path.mkdir(parents=True, exist_ok=True)
         self.config = config or Config()
         self.clock = clock
-        self._vector_error: str | None = None
+        self._vectors = VectorHealth()  # whether recall can search by vector (`degraded`)
         self.engine = Engine(self.path, embedder=embedder, config=self.config, clock=clock, database_url=database_url,
                              embedders=embedders)  # fmt: skip
 
@@ -127,16 +121,16 @@ class Memory:
         try:
             self.embedder.embed(["warm up"])
         except IndexFailure as exc:
-            self._vector_error = f"vector search unavailable, BM25 only: {exc}"
+            self._vectors.error = message(exc)
             log.error("the embedding model did not load: %s", exc)
             return False
-        self._vector_error = None
+        self._vectors.up()
         return True
 
     @property
     def degraded(self) -> list[str]:
         """What recall is doing without right now (empty when all is well); clears once it works again."""
-        return [self._vector_error] if self._vector_error else []
+        return self._vectors.degraded
 
     @property
     def index_stale(self) -> bool:
@@ -180,6 +174,10 @@ class Memory:
     def history(self, memory_id: int) -> list[MemoryVersion]:
         """Every version of the memory's lineage, oldest first, with their death records."""
         return self.store.lineage(self.get(memory_id).lineage_id)
+
+    def histories(self, lineage_ids: Sequence[int]) -> dict[int, list[MemoryVersion]]:
+        """The history of each lineage, by lineage id, in one read (a recall's hits with their past)."""
+        return self.store.lineages(lineage_ids)
 
     def list_versions(
         self,
@@ -263,69 +261,9 @@ class Memory:
         phrase ("last week"), resolved against the clock (or `as_of`); without it, the query's own time
         expressions are used. The window boosts, it never filters.
         """
-        query = validate.content(query, self.config, "query")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.config.max_k:
-            raise ValidationError(f"k: expected a whole number from 1 to {self.config.max_k}")
-        project = validate.name(project, "project", self.config)
-        agent = validate.name(agent, "agent", self.config)
-        tiers = validate.choices(tiers, TIERS, "tier")
-        kinds = validate.choices(kinds, self.config.kinds, "kind")
-        when = validate.utc(as_of, "as_of")
-        if not isinstance(include_superseded, bool):
-            raise ValidationError("include_superseded: expected true or false")
-        if include_superseded and when is not None:
-            raise ValidationError("include_superseded and as_of: as_of already answers from every version valid then")
-        window = timewindow.understand(query, time_range, when or self.clock())
-        question = asked(query)  # a stored question and its answer that asks it ranks as the slot asked for
-        slot_window = self.config.slot_window
-        if when is not None:
-            scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
-                           kinds=one_of(kinds))  # fmt: skip
-            qv, model = self._query_vector(query)
-            if qv is not None:
-                self._vector_error = None
-            n = max(self.config.recall_candidates, 4 * k)
-            found = as_of_candidates(self.store, model or self.engine.serving.model, query, qv, when, n, scope)
-            hits = fuse(*found, now=when, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
-                        window=window, asked=question)  # fmt: skip
-            hits = self._rolled_up(hits, frozenset())  # which claims were current then: not asked
-            hits = self._current_first(hits, query, project, model)[:k]
-            return Recalled(hits=hits, window=window, degraded=self.degraded)
-        self.engine.refresh()  # read your writes: every acknowledged change is searchable
-        n = max(self.config.recall_candidates, 4 * k)
-        text_hits = self.indexes.search_text(
-            query, n, project=project, agents=[agent] if agent else [], kinds=kinds, tiers=tiers
-        )
-        vector_hits, qv, model = self._vector_hits(query, n, project)
-        now = self.clock()
-        tier_set, kind_set = set(tiers), set(kinds)
-
-        def keep(m: MemoryVersion) -> bool:
-            return (
-                (project is None or m.project == project)
-                and (agent is None or m.agent == agent)
-                and (not tier_set or m.tier in tier_set)
-                and (not kind_set or m.kind in kind_set)
-                and (m.expires_at is None or m.expires_at > now)
-            )
-
-        # Filter at read against the live set: a stale index never brings back an old version.
-        ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
-        current = self.live.many(ids)
-        candidates = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
-        hits = fuse(candidates, text_hits, vector_hits, now=now, k=max(k, slot_window), weights=self.config.weights,
-                    kinds=self.config.kinds, window=window, asked=question)  # fmt: skip
-        if include_superseded:
-            scope = Filter(projects=None if project is None else (project,), agent=agent, tiers=one_of(tiers),
-                           kinds=one_of(kinds), statuses=("superseded",))  # fmt: skip
-            found = stored_candidates(self.store, model or self.engine.serving.model, query, qv, n, scope)
-            old = fuse(*found, now=now, k=max(k, slot_window), weights=self.config.weights, kinds=self.config.kinds,
-                       window=window, asked=question)  # fmt: skip
-            hits = under_successors(hits + old)
-        hits = self._rolled_up(hits, query_words(query))
-        hits = self._with_cosines(self._current_first(hits, query, project, model)[:k], qv)
-        self.engine.note_access([h.memory.id for h in hits])
-        return Recalled(hits=hits, window=window, degraded=self.degraded)
+        req = request.checked(self.config, query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds,
+                              as_of=as_of, time_range=time_range, include_superseded=include_superseded)  # fmt: skip
+        return pipeline.search(self.engine, self._vectors, self.config, req, self.clock())
 
     def context(
         self,
@@ -344,94 +282,6 @@ class Memory:
             return self.recall(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds)
 
         return working_set(recall, max_k=self.config.max_k, max_memories=max_memories, token_budget=token_budget)
-
-    def _current_first(self, hits: list[Hit], query: str, project: str | None, model: str | None) -> list[Hit]:
-        """The newer statement of a topic above the older, which is marked when something says it
-        was replaced (see agentmem.currentness.order); the best `slot_window` hits are compared."""
-        window = self.config.slot_window
-        if window == 0:
-            return hits
-        head = hits[:window]
-        judge = pair.for_embedder(model or self.engine.serving.model)
-        vectors: dict[int, np.ndarray] = {}
-        if judge is not None:
-            try:
-                vectors = self.indexes.vectors_of([h.memory.id for h in head])
-            except IndexFailure:  # the vector index is down or swapping models: the rules alone order
-                judge = None
-        missing = [h.memory for h in head if h.memory.id not in vectors]  # superseded versions, as_of
-        if judge is not None and missing and project is not None:
-            by_hash = self.store.vectors(
-                [m.content_hash for m in missing], model or self.engine.serving.model, project=project
-            )
-            vectors |= {m.id: v for m in missing if (v := by_hash.get(m.content_hash)) is not None}
-        size = (judge.dim,) if judge is not None else None
-        vectors = {i: v for i, v in vectors.items() if v.shape == size}
-        rules = slots.pairs(head, query, query_words_needed=self.config.slot_query_words)
-        return order(hits, window=window, vectors=vectors, model=judge, rule_pairs=rules)
-
-    def _with_cosines(self, hits: list[Hit], qv: np.ndarray | None) -> list[Hit]:
-        """Every current hit with the cosine of its vector and the query's, also those that only
-        text search found: a similarity comparable across queries (what LangGraph calls a score)."""
-        missing = [h.memory.id for h in hits if h.parts.cosine is None and h.memory.is_latest]
-        if qv is None or not missing:
-            return hits
-        try:
-            vectors = self.indexes.vectors_of(missing)
-        except IndexFailure:
-            return hits
-        return [
-            h
-            if (v := vectors.get(h.memory.id)) is None or v.shape != qv.shape
-            else msgspec.structs.replace(h, parts=msgspec.structs.replace(h.parts, cosine=round(float(v @ qv), 4)))
-            for h in hits
-        ]
-
-    def _rolled_up(self, hits: list[Hit], asked: frozenset[str]) -> list[Hit]:
-        """Claims read with the turns they were said in (see agentmem.claims.roll_up)."""
-        if not any(h.memory.kind in (claims.CLAIM, claims.TURN) for h in hits):
-            return hits
-        wanted = list(dict.fromkeys(t for h in hits if (t := claims.turn_of(h.memory)) is not None))
-        turns = self.live.many(wanted)
-        missing = [t for t in wanted if t not in turns]
-        turns = {**turns, **self.store.get_many(missing)} if missing else turns
-        return claims.roll_up(hits, asked, turns, lambda ids: self.store.built_on_each(ids, self.live.many))
-
-    def _query_vector(self, query: str) -> tuple[np.ndarray | None, str | None]:
-        """The query's embedding and its model, or None while the model is down (recall then
-        answers by words)."""
-        try:
-            return self.engine.serving.embed_query(query)
-        except IndexFailure as exc:
-            self._vector_down(exc)
-            return None, None
-
-    def _vector_hits(
-        self, query: str, n: int, project: str | None
-    ) -> tuple[list[tuple[int, float]], np.ndarray | None, str | None]:
-        """The vector index's nearest current memories to the query, the query vector and its
-        model (no hits while the model is down); embedded again if a change of model swapped the
-        index in between."""
-        for _ in range(3):
-            qv, model = self._query_vector(query)
-            if qv is None:
-                return [], None, None
-            try:
-                found = self.indexes.search_vector(qv, n, project=project, model=model)
-            except StaleModel:
-                continue
-            except IndexFailure as exc:
-                self._vector_down(exc)
-                return [], qv, model
-            self._vector_error = None
-            return found, qv, model
-        return [], None, None
-
-    def _vector_down(self, exc: IndexFailure) -> None:
-        """Degrade to word search, say so (`degraded`), and try the vector side again next time."""
-        if self._vector_error is None:
-            log.warning("recall without vector search: %s", exc)
-        self._vector_error = f"vector search unavailable, BM25 only: {exc}"
 
     # -- upkeep ------------------------------------------------------------
 

@@ -342,11 +342,13 @@ def _asks_same(a: tuple[str, str], b: tuple[str, str]) -> bool:
     return a[0] == b[0] and a[1] != b[1]
 
 
-def pairs(hits: Sequence[Hit], query: str, *, query_words_needed: int) -> list[tuple[int, int]]:
+def pairs(
+    hits: Sequence[Hit], q: frozenset[str], when_words: frozenset[str], *, query_words_needed: int
+) -> list[tuple[int, int]]:
     """(older, newer) positions of `hits` that state one slot by the tests of the module docstring:
-    the newer strictly later. `agentmem.currentness.order` places and marks them."""
+    the newer strictly later. `q` and `when_words`: the query's `query_words` and `time_words`.
+    `agentmem.currentness.order` places and marks them."""
     head = list(hits)
-    q = query_words(query)
     when = [h.memory.valid_from for h in head]
     said = [h.memory.kind in SAID for h in head]
     slots = [question_slot(h.memory.content) for h in head]
@@ -355,7 +357,6 @@ def pairs(hits: Sequence[Hit], query: str, *, query_words_needed: int) -> list[t
     can = [
         h.memory.kind not in TIMELESS and (s is not None or bool(b)) for h, s, b in zip(head, slots, best, strict=True)
     ]
-    when_words = time_words(query)
     read = [_read(b, q, when_words) if ok else [] for b, ok in zip(best, can, strict=True)]
     found: list[tuple[int, int]] = []
     for i, older in enumerate(head):

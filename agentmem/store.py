@@ -309,6 +309,14 @@ class StoreOfRecord(ABC):
         """Every version of one lineage, oldest first."""
         return self.versions(Filter(lineages=(lineage_id,)), order="version")
 
+    def lineages(self, lineage_ids: Sequence[int]) -> dict[int, list[MemoryVersion]]:
+        """Every version of each lineage, oldest first, by lineage id: many histories in one query."""
+        out: dict[int, list[MemoryVersion]] = {}
+        if lineage_ids:
+            for v in self.versions(Filter(lineages=tuple(dict.fromkeys(lineage_ids))), order="version"):
+                out.setdefault(v.lineage_id, []).append(v)
+        return out
+
     def count(self, f: Filter) -> int:
         where, params = filter_sql(self.scoped(f))
         return int(self.scalar(f"SELECT count(*) FROM memories WHERE {where}", params))

@@ -37,6 +37,7 @@ import cProfile
 import gc
 import heapq
 import io
+import logging
 import math
 import os
 import pstats
@@ -56,6 +57,7 @@ import msgspec
 import numpy as np
 
 from agentmem import Memory
+from agentmem.recall.timing import STAGES
 from agentmem.records import MemoryVersion
 from agentmem.text import sha256, tokens
 from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine
@@ -424,8 +426,8 @@ PROFILE_PARTS: tuple[tuple[str, Where], ...] = (
     ("BM25 search (search_text)", (("indexes/sync.py", "search_text"),)),
     ("vector search (search_vector)", (("indexes/sync.py", "search_vector"),)),
     (
-        "fusion and scoring (recall.fuse / Memory._rank)",
-        (("agentmem/recall.py", "fuse"), ("agentmem/memory.py", "_rank")),
+        "fusion and scoring (recall.rank.fusion; recall.fuse / Memory._rank before)",
+        (("agentmem/recall/rank.py", "fusion"), ("agentmem/recall.py", "fuse"), ("agentmem/memory.py", "_rank")),
     ),
     ("access-count flush on the recall thread (_flush_access)", (("agentmem/memory.py", "_flush_access"),)),
 )
@@ -438,6 +440,41 @@ PROFILE_SUBPARTS: tuple[tuple[str, Where], ...] = (
 )
 
 
+class _StageLines(logging.Handler):
+    """The per-stage milliseconds of each recall, from its debug line (agentmem.recall.timing)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.rows: list[dict[str, float]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if (ms := getattr(record, "recall_ms", None)) is not None:
+            self.rows.append(ms)
+
+
+def stage_times(mem: Memory, queries: Sequence[str]) -> list[dict[str, Any]]:
+    """Unprofiled: the mean and p50 milliseconds of each recall stage over `queries`, read from the
+    debug line the pipeline writes when the `agentmem.recall` logger is on for DEBUG."""
+    logger, lines = logging.getLogger("agentmem.recall"), _StageLines()
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False  # the lines are for this table, not for the console
+    try:
+        for q in queries:
+            mem.recall(q, project=PROJECT, k=K)
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    out = []
+    for stage in STAGES:
+        ms = [row.get(stage, 0.0) for row in lines.rows]
+        out.append({"stage": stage, "mean_ms": round(float(np.mean(ms)), 4) if ms else None,
+                    "p50_ms": round(float(np.median(ms)), 4) if ms else None})  # fmt: skip
+    return out
+
+
 def profile_recalls(mem: Memory, qs: QuerySets, emb_live: SentenceTransformerEmbedder, count: int) -> dict[str, Any]:
     """cProfile over `count` recalls with the query embedded, broken down by the core's main steps.
 
@@ -447,6 +484,7 @@ def profile_recalls(mem: Memory, qs: QuerySets, emb_live: SentenceTransformerEmb
     pool = [q for r in qs.rounds for q in r] or qs.warmup
     queries = [pool[i % len(pool)] for i in range(count)]
     mem.embedder = emb_live
+    stages = stage_times(mem, queries)
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
@@ -493,6 +531,7 @@ def profile_recalls(mem: Memory, qs: QuerySets, emb_live: SentenceTransformerEmb
         "profiled_wall_ms_per_recall": round(wall / count * 1000, 3),
         "recall_cumulative_ms_per_recall": round(total_ms, 3),
         "parts": parts,
+        "stages": stages,
         "top_cumulative": text[text.find("ncalls") :] if "ncalls" in text else text,
     }
 
@@ -711,6 +750,17 @@ def render_markdown(results: dict[str, Any]) -> str:
             f"| {p['part']} | {fmt(p['ms_per_recall'], 3)} | {fmt(100 * (p['share'] or 0), 1)}% |"
             for p in prof["parts"]
         ]
+    if prof and prof.get("stages"):
+        lines += [
+            "",
+            f"Recall's stages over the same {prof['recalls']} recalls without the profiler, from the debug line "
+            "of the `agentmem.recall` logger (agentmem.recall.timing; candidates include the query embedding and "
+            "both index searches):",
+            "",
+            "| stage | mean ms | p50 ms |",
+            "| --- | ---: | ---: |",
+        ]
+        lines += [f"| {r['stage']} | {fmt(r['mean_ms'], 3)} | {fmt(r['p50_ms'], 3)} |" for r in prof["stages"]]
     lines += [
         "",
         "## Stores",

@@ -29,6 +29,17 @@ def test_chain_of_three(memory: Memory, clock) -> None:  # type: ignore[no-untyp
     assert {h.memory.id for h in memory.recall("API port", project="p")} == {v3.id}
 
 
+def test_histories_of_many_lineages_in_one_read(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]
+    a = memory.remember("The API listens on port 8080", project="p", key="api.port").memory
+    b = memory.remember("Deploys run on Fridays", project="p", key="deploy.day").memory
+    clock.advance(days=1)
+    memory.remember("The API listens on port 9090", project="p", key="api.port")
+    memory.remember("Deploys run on Mondays", project="p", key="deploy.day")
+    got = memory.histories([b.lineage_id, a.lineage_id, b.lineage_id])
+    assert got == {a.lineage_id: memory.history(a.id), b.lineage_id: memory.history(b.id)}
+    assert [v.version for v in got[a.lineage_id]] == [1, 2] and memory.histories([]) == {}
+
+
 def test_revise_needs_the_current_version(memory: Memory) -> None:
     v1 = memory.remember("The API listens on port 8080", project="p", key="api.port").memory
     memory.remember("The API listens on port 9090", project="p", key="api.port")

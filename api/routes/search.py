@@ -25,7 +25,9 @@ def recall(data: JSONBody[RecallRequest], who: Who, mem: Mem) -> RecallReply:
                        include_superseded=data.include_superseded)  # fmt: skip
     history = {}
     if data.include_history:
-        history = {str(h.memory.lineage_id): mem.history(h.memory.id) for h in found.hits if h.has_history}
+        with_past = [h.memory.lineage_id for h in found.hits if h.has_history]
+        lineages = mem.histories(with_past)  # one read for every hit, in the hits' order below
+        history = {str(lineage): lineages[lineage] for lineage in with_past}
     return RecallReply(hits=found.hits, history=history, degraded=found.degraded, window=found.window)
 
 
