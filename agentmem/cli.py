@@ -16,7 +16,9 @@ from agentmem.admission.cli import add_ingest, run_ingest
 from agentmem.consolidate import PASSES
 from agentmem.contract import MemoryAPI
 from agentmem.errors import AgentMemError, ValidationError
+from agentmem.flags import add_flags, arguments
 from agentmem.kinds import KINDS, TIERS
+from agentmem.operations import RecallRequest
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
 
 EXIT_OK, EXIT_FAILURE = 0, AgentMemError.exit_code  # an error exits with its own exit_code
@@ -63,18 +65,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     r.add_argument("--valid-from")
     r.add_argument("--pinned", action="store_true")
 
-    q = sub.add_parser("recall", help="search current memories (or those valid --as-of a time)")
-    q.add_argument("query")
-    q.add_argument("--project")
-    q.add_argument("-k", type=int, default=10)
-    q.add_argument("--agent")
-    q.add_argument("--tier", action="append", default=[])
-    q.add_argument("--kind", action="append", default=[])
-    q.add_argument("--as-of")
-    q.add_argument("--time-range", help="boost memories from then: 'last week', 'in March', or START/END in ISO 8601")
-    q.add_argument(
-        "--include-superseded", action="store_true", help="rank superseded versions in too, each under its successor"
-    )
+    add_flags(sub.add_parser("recall", help="search current memories (or those valid --as-of a time)"), RecallRequest)
 
     for name, text in (("get", "show one version"), ("history", "show every version of a memory's lineage")):
         c = sub.add_parser(name, help=text)
@@ -212,18 +203,9 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
             result = mem.remember(item)
             _out(args, result, _remember_text(result))
         elif cmd == "recall":
-            hits = mem.recall(
-                args.query,
-                project=args.project,
-                k=args.k,
-                agent=args.agent,
-                tiers=args.tier,
-                kinds=args.kind,
-                as_of=args.as_of,
-                time_range=args.time_range,
-                include_superseded=args.include_superseded,
-            )
-            _out(args, hits, _hits_text(hits))
+            found = mem.search(**arguments(args, RecallRequest))
+            history = [_history_text(versions) for versions in found.history.values()]
+            _out(args, found if args.include_history else found.hits, "\n".join([_hits_text(found.hits), *history]))
         elif cmd == "get":
             m = mem.get(args.id)
             _out(args, m, _history_text([m]))

@@ -7,12 +7,12 @@ recall, then `build`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from agentmem.errors import ValidationError
+from agentmem.operations import ContextRequest
 from agentmem.records import Hit
 
 if TYPE_CHECKING:
@@ -56,18 +56,9 @@ def build(hits: list[Hit], *, max_memories: int, token_budget: int, header: str 
     return Context(text=text, memory_ids=ids, tokens=used if ids else 0, dropped=dropped)
 
 
-def working_set(
-    mem: Memory,
-    query: str,
-    *,
-    project: str | None,
-    max_memories: int,
-    token_budget: int,
-    agent: str | None = None,
-    tiers: Sequence[str] = (),
-    kinds: Sequence[str] = (),
-) -> Context:
-    """The current memories best answering `query`, at most `max_memories`, within `token_budget`."""
+def working_set(mem: Memory, request: ContextRequest) -> Context:
+    """The current memories best answering the query, at most `max_memories`, within `token_budget`."""
+    max_memories, token_budget = request.max_memories, request.token_budget
     if not _whole(max_memories) or not 1 <= max_memories <= MAX_MEMORIES:
         raise ValidationError(f"max_memories: expected a whole number from 1 to {MAX_MEMORIES}")
     low, high = TOKEN_BUDGET
@@ -75,7 +66,8 @@ def working_set(
         raise ValidationError(f"token_budget: expected a whole number from {low} to {high}")
     # twice as many hits as lines: some will not fit the budget
     k = min(mem.config.max_k, 2 * max_memories)
-    hits = mem.recall(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds)
+    hits = mem.recall(request.query, project=request.project, k=k, agent=request.agent, tiers=request.tiers,
+                      kinds=request.kinds)  # fmt: skip
     return build(hits, max_memories=max_memories, token_budget=token_budget)
 
 

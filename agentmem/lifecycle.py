@@ -20,6 +20,7 @@ from agentmem.audit import AuditEntry
 from agentmem.engine import Engine, gated
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
+from agentmem.operations import PinRequest
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
 from agentmem.store import RetryConflict
@@ -168,8 +169,9 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
     return engine.run_alone(job)
 
 
-def pin(engine: Engine, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
+def pin(engine: Engine, memory_id: int, request: PinRequest, *, actor: str = "local") -> MemoryVersion:
     """Pin (or unpin) the latest version of a memory: the sweep never archives a pinned memory."""
+    pinned = request.pinned
     if not isinstance(pinned, bool):
         raise ValidationError("pinned: expected true or false")
     with engine.write() as w:

@@ -24,6 +24,7 @@ from agentmem.audit import AuditEntry
 from agentmem.backend import Indexes, Live
 from agentmem.config import Config
 from agentmem.context import Context, working_set
+from agentmem.contract import MemoryAPI
 from agentmem.currentness import pair
 from agentmem.currentness.order import order
 from agentmem.engine import DB_FILE, Engine
@@ -31,9 +32,10 @@ from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
+from agentmem.operations import ContextRequest, PinRequest, RecallRequest
 from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, stored_candidates, under_successors
-from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
+from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention, retention
 from agentmem.slots import query_words
 from agentmem.store import StoreOfRecord
@@ -52,7 +54,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Memory:
+class Memory(MemoryAPI):
     """A versioned memory in one data directory: DuckDB of record plus BM25 and vector indexes;
     or, with `database_url`, one node of many on a PostgreSQL database (`agentmem.postgres`).
 
@@ -215,53 +217,26 @@ class Memory:
         self.get(memory_id)
         return self.store.links(int(memory_id))
 
-    def recall(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        k: int = 10,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-        as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
-        include_superseded: bool = False,
-    ) -> list[Hit]:
-        """The k memories that best answer `query`: hybrid search, then ranked by currentness.
+    def _search(self, request: RecallRequest) -> Recalled:
+        """The k memories that best answer the query: hybrid search, then ranked by currentness.
 
         When two hits state the same slot with different values, the newer one ranks first and the
-        older one names it in `older_than`, ranked under the other hits (see agentmem.slots).
-
-        With `as_of`, answers from DuckDB over every version that was valid at that time. With
-        `include_superseded`, superseded versions that match are ranked in too, each under the
-        current version of its lineage, with its death record, and an older statement of a slot
-        goes directly under its newer one: for questions about what was true before. Time named in
-        the query ("last Saturday", "in March"), or an explicit `time_range`, boosts the memories whose
-        valid_from falls in that window (see `search`, which also says which window it understood).
+        older one names it in `older_than`, ranked under the other hits (see agentmem.slots). With
+        `as_of`, answers from DuckDB over every version valid then; with `include_superseded`,
+        superseded versions that match rank in too, each under its successor. Time named in the
+        query, or `time_range`, boosts memories whose valid_from falls in that window (see
+        agentmem.timewindow); `include_history` adds each hit's older versions.
         """
-        return self.search(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, as_of=as_of,
-                           time_range=time_range, include_superseded=include_superseded).hits  # fmt: skip
+        found = self._ranked(request)
+        if not request.include_history:
+            return found
+        history = {str(h.memory.lineage_id): self.history(h.memory.id) for h in found.hits if h.has_history}
+        return msgspec.structs.replace(found, history=history)
 
-    def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        k: int = 10,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-        as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
-        include_superseded: bool = False,
-    ) -> Recalled:
-        """Recall, with the time window it understood and what it did without (see agentmem.timewindow).
-
-        `time_range`: {start, end} (ISO 8601, either open), an interval "2023-03-01/2023-04-01", or a
-        phrase ("last week"), resolved against the clock (or `as_of`); without it, the query's own time
-        expressions are used. The window boosts, it never filters.
-        """
+    def _ranked(self, request: RecallRequest) -> Recalled:
+        query, project, k, agent, tiers, kinds = (request.query, request.project, request.k, request.agent,
+                                                  request.tiers, request.kinds)  # fmt: skip
+        as_of, time_range, include_superseded = request.as_of, request.time_range, request.include_superseded
         query = validate.content(query, self.config, "query")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.config.max_k:
             raise ValidationError(f"k: expected a whole number from 1 to {self.config.max_k}")
@@ -326,20 +301,9 @@ class Memory:
         self.engine.note_access([h.memory.id for h in hits])
         return Recalled(hits=hits, window=window, degraded=self.degraded)
 
-    def context(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        max_memories: int = 10,
-        token_budget: int = 1000,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-    ) -> Context:
-        """A prompt-ready working set: the best current memories that fit `token_budget` (see agentmem.context)."""
-        return working_set(self, query, project=project, max_memories=max_memories, token_budget=token_budget,
-                           agent=agent, tiers=tiers, kinds=kinds)  # fmt: skip
+    def _context(self, request: ContextRequest) -> Context:
+        """The best current memories that fit the token budget (see agentmem.context)."""
+        return working_set(self, request)
 
     def _current_first(self, hits: list[Hit], query: str, project: str | None, model: str | None) -> list[Hit]:
         """The newer statement of a topic above the older, which is marked when something says it
@@ -462,9 +426,8 @@ class Memory:
         """Put an archived or expired memory back into recall."""
         return lifecycle.restore(self.engine, memory_id, actor=actor, ttl_days=ttl_days)
 
-    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
-        """Exempt a memory from the sweep (or, with pinned=False, no longer)."""
-        return lifecycle.pin(self.engine, memory_id, pinned, actor=actor)
+    def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion:
+        return lifecycle.pin(self.engine, memory_id, request, actor=actor)
 
     def delete(self, *, reason: str, **how: Any) -> lifecycle.DeleteReport:
         """The governance delete: erase content by ids, lineages or a filter (see agentmem.lifecycle.delete)."""

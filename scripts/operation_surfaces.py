@@ -22,8 +22,14 @@ NOT_ARGUMENTS = {"self", "actor", "who", "mem", "state", "data", "request"}
 SURFACES: dict[str, tuple[str, tuple[str, ...], str, str, str, str]] = {
     "remember": ("agentmem/writes.py:remember", ("NewMemory",), "remember", "remember", "remember", "remember"),
     "revise": ("agentmem/writes.py:revise", ("ReviseRequest",), "revise", "revise", "", ""),
-    "observe": ("agentmem/writes.py:observe", ("ObserveRequest", "Observation"), "observe", "observe", "observe",
-                "observe"),
+    "observe": (
+        "agentmem/writes.py:observe",
+        ("ObserveRequest", "Observation"),
+        "observe",
+        "observe",
+        "observe",
+        "observe",
+    ),
     "search": ("", ("RecallRequest",), "recall", "search", "recall", "recall"),
     "recall": ("", ("RecallRequest",), "recall", "recall", "recall", "recall"),
     "context": ("agentmem/context.py:working_set", ("ContextRequest",), "context", "context", "context", "context"),
@@ -37,14 +43,38 @@ SURFACES: dict[str, tuple[str, tuple[str, ...], str, str, str, str]] = {
     "delete": ("agentmem/lifecycle.py:delete", ("DeleteRequest",), "delete", "delete", "forget", "delete"),
     "audit": ("", (), "audit_log", "audit", "", ""),
     "consolidate": ("agentmem/consolidate.py:run", ("ConsolidateRequest",), "consolidate", "consolidate", "", ""),
-    "end_session": ("agentmem/consolidate.py:episode", ("EndSessionRequest",), "end_session", "end_session",
-                    "end_session", "endSession"),
-    "ingest_conversation": ("agentmem/admission/__init__.py:ingest_conversation", ("IngestConversationRequest",),
-                            "conversation", "ingest_conversation", "", ""),
-    "ingest_notes": ("agentmem/admission/__init__.py:ingest_notes", ("IngestPathRequest",), "notes", "ingest_notes",
-                     "", ""),
-    "ingest_code": ("agentmem/admission/__init__.py:ingest_code", ("IngestPathRequest",), "code", "ingest_code",
-                    "", ""),
+    "end_session": (
+        "agentmem/consolidate.py:episode",
+        ("EndSessionRequest",),
+        "end_session",
+        "end_session",
+        "end_session",
+        "endSession",
+    ),
+    "ingest_conversation": (
+        "agentmem/admission/__init__.py:ingest_conversation",
+        ("IngestConversationRequest",),
+        "conversation",
+        "ingest_conversation",
+        "",
+        "",
+    ),
+    "ingest_notes": (
+        "agentmem/admission/__init__.py:ingest_notes",
+        ("IngestPathRequest",),
+        "notes",
+        "ingest_notes",
+        "",
+        "",
+    ),
+    "ingest_code": (
+        "agentmem/admission/__init__.py:ingest_code",
+        ("IngestPathRequest",),
+        "code",
+        "ingest_code",
+        "",
+        "",
+    ),
 }
 STRUCT_FILES = ("agentmem/records.py", "agentmem/operations.py", "api/schemas.py")
 
@@ -72,7 +102,9 @@ def _fields(name: str) -> set[str]:
     for path in STRUCT_FILES:
         for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ClassDef) and node.name == name:
-                return {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+                return {
+                    s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                }
     return set()
 
 

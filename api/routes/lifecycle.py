@@ -11,10 +11,11 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from agentmem.errors import NotFoundError
 from agentmem.lifecycle import DeleteReport, SweepReport
+from agentmem.operations import PinRequest, arguments
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention
 from api.deps import Mem, Who, digits_only, visible
-from api.schemas import AuditPage, DeleteRequest, PinRequest, RestoreRequest, SweepRequest
+from api.schemas import AuditPage, DeleteRequest, RestoreRequest, SweepRequest
 
 
 @get("/v1/memories/{memory_id:int}/retention", sync_to_thread=True, summary="Retention score and tier, now")
@@ -52,7 +53,7 @@ async def pin(memory_id: FromPath[int], data: JSONBody[PinRequest], who: Who, me
     """A pinned memory is never archived by the sweep."""
     who.require("write")
     await run(visible, mem, who, memory_id)
-    return await run(lambda: mem.pin(memory_id, data.pinned, actor=who.name))
+    return await run(lambda: mem.pin(memory_id, **arguments(data), actor=who.name))
 
 
 @post("/v1/delete", status_code=200, summary="Governance delete: the one hard delete (admin)")
@@ -84,7 +85,9 @@ async def delete(data: JSONBody[DeleteRequest], who: Who, mem: Mem) -> DeleteRep
 
 
 @get(
-    "/v1/audit", sync_to_thread=True, guards=[digits_only("memory_id", "cursor", "limit")],
+    "/v1/audit",
+    sync_to_thread=True,
+    guards=[digits_only("memory_id", "cursor", "limit")],
     summary="The audit log, newest first",
 )
 def audit_log(
