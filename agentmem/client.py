@@ -25,7 +25,7 @@ from agentmem.context import Context
 from agentmem.contract import MemoryAPI
 from agentmem.errors import ServiceUnavailableError, ValidationError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest
+from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
 from agentmem.records import MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention
 from agentmem.validate import as_new_memory
@@ -217,22 +217,12 @@ class Client(MemoryAPI):
     def retention(self, memory_id: int) -> Retention:
         return self._call("GET", f"/v1/memories/{int(memory_id)}/retention", Retention)  # type: ignore[no-any-return]
 
-    def sweep(
-        self,
-        *,
-        dry_run: bool = False,
-        limit: int | None = None,
-        projects: Sequence[str] | None = None,
-        threshold: float | None = None,
-        actor: str = "local",
-    ) -> SweepReport:
-        body = {"dry_run": dry_run, "limit": limit, "projects": list(projects) if projects is not None else None,
-                "threshold": threshold}  # fmt: skip
-        return self._call("POST", "/v1/sweep", SweepReport, json=_given(body))  # type: ignore[no-any-return]
+    def _sweep(self, request: SweepRequest, *, actor: str) -> SweepReport:
+        return self._call("POST", "/v1/sweep", SweepReport, content=msgspec.json.encode(request), headers=_JSON)  # type: ignore[no-any-return]
 
-    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
-        body = _given({"ttl_days": ttl_days})
-        return self._call("POST", f"/v1/memories/{int(memory_id)}/restore", MemoryVersion, json=body)  # type: ignore[no-any-return]
+    def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion:
+        path, body = f"/v1/memories/{int(memory_id)}/restore", msgspec.json.encode(request)
+        return self._call("POST", path, MemoryVersion, content=body, headers=_JSON)  # type: ignore[no-any-return]
 
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion:
         path, body = f"/v1/memories/{int(memory_id)}/pin", msgspec.json.encode(request)

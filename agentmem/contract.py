@@ -26,7 +26,7 @@ from agentmem.audit import AuditEntry
 from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest
+from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
 from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention
 from indexes.sync import Consistency
@@ -125,8 +125,14 @@ class MemoryAPI(Protocol):
         projects: Sequence[str] | None = None,
         threshold: float | None = None,
         actor: str = "local",
-    ) -> SweepReport: ...
-    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion: ...
+    ) -> SweepReport:
+        """Archive what fell below the retention threshold and what expired (see `SweepRequest`)."""
+        return self._sweep(SweepRequest(**_given(locals())), actor=actor)
+
+    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
+        """Put an archived or expired memory back into recall (see `RestoreRequest`)."""
+        return self._restore(memory_id, RestoreRequest(ttl_days=ttl_days), actor=actor)
+
     def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
         """Exempt a memory from the sweep, or no longer (see `PinRequest`)."""
         return self._pin(memory_id, PinRequest(pinned=pinned), actor=actor)
@@ -163,6 +169,8 @@ class MemoryAPI(Protocol):
     def _search(self, request: RecallRequest) -> Recalled: ...
     def _context(self, request: ContextRequest) -> Context: ...
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion: ...
+    def _sweep(self, request: SweepRequest, *, actor: str) -> SweepReport: ...
+    def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion: ...
 
 
 def _given(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest
+from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
 from agentmem.provider import Provider
 from agentmem.recall import as_of_candidates, fuse, stored_candidates, under_successors
 from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats
@@ -408,23 +408,11 @@ class Memory(MemoryAPI):
         m = self.get(memory_id)
         return retention(m, self.clock(), self.config.retention, self.config.kinds)
 
-    def sweep(
-        self,
-        *,
-        dry_run: bool = False,
-        limit: int | None = None,
-        projects: Sequence[str] | None = None,
-        threshold: float | None = None,
-        actor: str = "local",
-    ) -> lifecycle.SweepReport:
-        """Archive what fell below the retention threshold and what expired (see agentmem.lifecycle)."""
-        return lifecycle.sweep(
-            self.engine, dry_run=dry_run, limit=limit, projects=projects, threshold=threshold, actor=actor
-        )
+    def _sweep(self, request: SweepRequest, *, actor: str) -> lifecycle.SweepReport:
+        return lifecycle.sweep(self.engine, request, actor=actor)
 
-    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
-        """Put an archived or expired memory back into recall."""
-        return lifecycle.restore(self.engine, memory_id, actor=actor, ttl_days=ttl_days)
+    def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion:
+        return lifecycle.restore(self.engine, memory_id, request, actor=actor)
 
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion:
         return lifecycle.pin(self.engine, memory_id, request, actor=actor)

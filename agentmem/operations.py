@@ -61,11 +61,28 @@ class PinRequest(Request, frozen=True):
     pinned: Annotated[bool, _about("false: no longer pinned")] = True
 
 
+class SweepRequest(Request, frozen=True):
+    """Archive what fell below the retention threshold and what expired; `dry_run` only reports."""
+
+    dry_run: Annotated[bool, _about("only report what would be archived")] = False
+    limit: Annotated[int | None, _about("archive at most this many (lowest retention first)")] = None
+    projects: Annotated[list[str] | None, _about("only these projects (repeat for several)")] = None
+    threshold: Annotated[float | None, _about("archive below this retention (default from config)")] = None
+
+
+class RestoreRequest(Request, frozen=True):
+    """Put an archived or expired memory (named in the path, or `memory_id`) back into recall."""
+
+    ttl_days: Annotated[float | None, _about("expire again after this many days (default: never)")] = None
+
+
 REQUESTS: dict[str, type[Request]] = {
     "recall": RecallRequest,
     "search": RecallRequest,
     "context": ContextRequest,
     "pin": PinRequest,
+    "sweep": SweepRequest,
+    "restore": RestoreRequest,
 }
 """Each converted operation's request; tests/test_operations.py checks every surface against it."""
 

@@ -88,19 +88,6 @@ class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
     message: str | None = None
 
 
-class SweepRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Archive what fell below the retention threshold and what expired; `dry_run` only reports."""
-
-    dry_run: bool = False
-    limit: int | None = None
-    projects: list[str] | None = None
-    threshold: float | None = None
-
-
-class RestoreRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    ttl_days: float | None = None
-
-
 class DeleteRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A governance delete: by ids, by whole lineages, or by a filter; a reason is required."""
 

@@ -19,14 +19,18 @@ from agentmem.client import Client
 from agentmem.contract import MemoryAPI
 from agentmem.flags import arguments
 from agentmem.memory import Memory
-from agentmem.operations import REQUESTS, PinRequest, RecallRequest
+from agentmem.operations import REQUESTS, PinRequest, RecallRequest, RestoreRequest, SweepRequest
 from api.mcp_backend import McpSettings
 from api.mcp_server import build_server
 
 NOT_FIELDS = {"self", "actor", "memory_id"}  # the caller's name, and the id the HTTP path carries
 # recall returns the hits alone, so the older versions `include_history` adds would be dropped
 LEFT_OUT = {"recall": {"include_history"}}
-CLI = {"recall": RecallRequest}  # CLI commands generated from a request (agentmem.flags)
+CLI = {
+    "recall": RecallRequest,
+    "sweep": SweepRequest,
+    "restore": RestoreRequest,
+}  # CLI commands generated from a request (agentmem.flags)
 MCP = {"recall": "search", "context": "context"}  # MCP tool -> the operation it calls
 MCP_OWN = {"project"}  # every tool takes it; the server checks it against the allowed projects
 
@@ -74,7 +78,7 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.Argument
 def test_the_cli_command_has_a_flag_per_field(command: str) -> None:
     request = CLI[command]
     parser = _subcommand(cli_parser(), command)
-    dests = {a.dest: a.default for a in parser._actions if a.dest != "help"}
+    dests = {a.dest: a.default for a in parser._actions if a.dest not in ("help", "id")}
     assert dests == {k: None if v is inspect.Parameter.empty else v for k, v in fields(request).items()}
 
 

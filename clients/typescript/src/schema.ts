@@ -1129,6 +1129,7 @@ export interface components {
         };
         /** RestoreRequest */
         RestoreRequest: {
+            /** @description expire again after this many days (default: never) */
             ttl_days?: number | null;
         };
         /** Retention */
@@ -1261,10 +1262,16 @@ export interface components {
         };
         /** SweepRequest */
         SweepRequest: {
-            /** @default false */
+            /**
+             * @description only report what would be archived
+             * @default false
+             */
             dry_run?: boolean;
+            /** @description archive at most this many (lowest retention first) */
             limit?: number | null;
+            /** @description only these projects (repeat for several) */
             projects?: string[] | null;
+            /** @description archive below this retention (default from config) */
             threshold?: number | null;
         };
         /** TimeRange */
