@@ -16,7 +16,9 @@ from agentmem.admission.cli import add_ingest, run_ingest
 from agentmem.consolidate import PASSES
 from agentmem.contract import MemoryAPI
 from agentmem.errors import AgentMemError, ValidationError
+from agentmem.flags import add_flags, arguments
 from agentmem.kinds import KINDS, TIERS
+from agentmem.operations import RecallRequest, RestoreRequest, SweepRequest
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
 
 EXIT_OK, EXIT_FAILURE = 0, AgentMemError.exit_code  # an error exits with its own exit_code
@@ -63,18 +65,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     r.add_argument("--valid-from")
     r.add_argument("--pinned", action="store_true")
 
-    q = sub.add_parser("recall", help="search current memories (or those valid --as-of a time)")
-    q.add_argument("query")
-    q.add_argument("--project")
-    q.add_argument("-k", type=int, default=10)
-    q.add_argument("--agent")
-    q.add_argument("--tier", action="append", default=[])
-    q.add_argument("--kind", action="append", default=[])
-    q.add_argument("--as-of")
-    q.add_argument("--time-range", help="boost memories from then: 'last week', 'in March', or START/END in ISO 8601")
-    q.add_argument(
-        "--include-superseded", action="store_true", help="rank superseded versions in too, each under its successor"
-    )
+    add_flags(sub.add_parser("recall", help="search current memories (or those valid --as-of a time)"), RecallRequest)
 
     for name, text in (("get", "show one version"), ("history", "show every version of a memory's lineage")):
         c = sub.add_parser(name, help=text)
@@ -89,11 +80,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     i = sub.add_parser("import", help="load a JSON Lines export into this data directory")
     i.add_argument("file", help="input file, - for stdin")
 
-    w = sub.add_parser("sweep", help="archive memories whose retention faded, and expired ones")
-    w.add_argument("--dry-run", action="store_true", help="only report what would be archived")
-    w.add_argument("--limit", type=int, help="archive at most this many (lowest retention first)")
-    w.add_argument("--project", action="append", help="only these projects (repeat for several)")
-    w.add_argument("--threshold", type=float, help="archive below this retention (default from config)")
+    add_flags(sub.add_parser("sweep", help="archive memories whose retention faded, and expired ones"), SweepRequest)
     a = sub.add_parser("archived", help="list archived and expired memories")
     a.add_argument("--project", action="append")
     a.add_argument("--limit", type=int, default=50)
@@ -102,7 +89,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
         c = sub.add_parser(name, help=text)
         c.add_argument("id", type=int)
         if name == "restore":
-            c.add_argument("--ttl-days", type=float)
+            add_flags(c, RestoreRequest)
         if name == "pin":
             c.add_argument("--off", action="store_true", help="unpin")
     d = sub.add_parser("delete", help="governance delete: erase content for good (needs --reason)")
@@ -212,18 +199,9 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
             result = mem.remember(item)
             _out(args, result, _remember_text(result))
         elif cmd == "recall":
-            hits = mem.recall(
-                args.query,
-                project=args.project,
-                k=args.k,
-                agent=args.agent,
-                tiers=args.tier,
-                kinds=args.kind,
-                as_of=args.as_of,
-                time_range=args.time_range,
-                include_superseded=args.include_superseded,
-            )
-            _out(args, hits, _hits_text(hits))
+            found = mem.search(**arguments(args, RecallRequest))
+            history = [_history_text(versions) for versions in found.history.values()]
+            _out(args, found if args.include_history else found.hits, "\n".join([_hits_text(found.hits), *history]))
         elif cmd == "get":
             m = mem.get(args.id)
             _out(args, m, _history_text([m]))
@@ -267,7 +245,7 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
 def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
     cmd = args.command
     if cmd == "sweep":
-        r = mem.sweep(dry_run=args.dry_run, limit=args.limit, projects=args.project, threshold=args.threshold)
+        r = mem.sweep(**arguments(args, SweepRequest))
         verb = "would archive" if r.dry_run else "archived"
         lines = [
             f"{verb} {r.archived} faded and {r.expired} expired of {r.examined} current memories "
@@ -281,7 +259,7 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
             found += mem.list_versions(projects=args.project, status=status, limit=args.limit)[0]
         _out(args, found, "\n".join(_line(m) for m in found) or "no archived memories")
     elif cmd == "restore":
-        m = mem.restore(args.id, ttl_days=args.ttl_days)
+        m = mem.restore(args.id, **arguments(args, RestoreRequest))
         _out(args, m, f"restored {_line(m)}")
     elif cmd == "pin":
         m = mem.pin(args.id, not args.off)

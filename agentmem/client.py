@@ -22,9 +22,11 @@ from agentmem.admission.scan import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
+from agentmem.contract import MemoryAPI
 from agentmem.errors import ServiceUnavailableError, ValidationError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
+from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
+from agentmem.records import MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention
 from agentmem.validate import as_new_memory
 from indexes.sync import Consistency
@@ -40,6 +42,7 @@ _OBSERVED = {"content": "content", "project": "project", "agent": "agent", "sess
 _BLANK = msgspec.to_builtins(NewMemory(content=""))
 # options with no meaning over HTTP: the service names the token as actor; one request shows no progress
 _LOCAL_ONLY = frozenset({"actor", "progress"})
+_JSON = {"content-type": "application/json"}
 
 
 def serving(ready: httpx.Response) -> bool:
@@ -70,7 +73,7 @@ class _Rebuild(msgspec.Struct):
     message: str | None = None
 
 
-class Client:
+class Client(MemoryAPI):
     """Talks to a running agentmem service; raises the same AgentMemError tree as the core.
 
     It is a `MemoryAPI` (see agentmem.contract): the same methods and arguments as `Memory`.
@@ -141,55 +144,11 @@ class Client:
 
     # -- reading ------------------------------------------------------------
 
-    def recall(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        k: int = 10,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-        as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
-        include_superseded: bool = False,
-    ) -> list[Hit]:
-        return self.search(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, as_of=as_of,
-                           time_range=time_range, include_superseded=include_superseded).hits  # fmt: skip
+    def _search(self, request: RecallRequest) -> Recalled:
+        return self._call("POST", "/v1/recall", Recalled, content=msgspec.json.encode(request), headers=_JSON)  # type: ignore[no-any-return]
 
-    def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        k: int = 10,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-        as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
-        include_superseded: bool = False,
-    ) -> Recalled:
-        span = None if time_range is None else msgspec.to_builtins(time_range)
-        body = {"query": query, "k": k, "project": project, "agent": agent, "tiers": list(tiers), "kinds": list(kinds),
-                "as_of": as_of.isoformat() if isinstance(as_of, datetime) else as_of, "time_range": span,
-                "include_superseded": include_superseded or None}  # fmt: skip
-        return self._call("POST", "/v1/recall", Recalled, json=_given(body))  # type: ignore[no-any-return]
-
-    def context(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        max_memories: int = 10,
-        token_budget: int = 1000,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-    ) -> Context:
-        body = {"query": query, "project": project, "max_memories": max_memories, "token_budget": token_budget,
-                "agent": agent, "tiers": list(tiers), "kinds": list(kinds)}  # fmt: skip
-        return self._call("POST", "/v1/context", Context, json=_given(body))  # type: ignore[no-any-return]
+    def _context(self, request: ContextRequest) -> Context:
+        return self._call("POST", "/v1/context", Context, content=msgspec.json.encode(request), headers=_JSON)  # type: ignore[no-any-return]
 
     def get(self, memory_id: int) -> MemoryVersion:
         return self._call("GET", f"/v1/memories/{int(memory_id)}", MemoryVersion)  # type: ignore[no-any-return]
@@ -258,25 +217,16 @@ class Client:
     def retention(self, memory_id: int) -> Retention:
         return self._call("GET", f"/v1/memories/{int(memory_id)}/retention", Retention)  # type: ignore[no-any-return]
 
-    def sweep(
-        self,
-        *,
-        dry_run: bool = False,
-        limit: int | None = None,
-        projects: Sequence[str] | None = None,
-        threshold: float | None = None,
-        actor: str = "local",
-    ) -> SweepReport:
-        body = {"dry_run": dry_run, "limit": limit, "projects": list(projects) if projects is not None else None,
-                "threshold": threshold}  # fmt: skip
-        return self._call("POST", "/v1/sweep", SweepReport, json=_given(body))  # type: ignore[no-any-return]
+    def _sweep(self, request: SweepRequest, *, actor: str) -> SweepReport:
+        return self._call("POST", "/v1/sweep", SweepReport, content=msgspec.json.encode(request), headers=_JSON)  # type: ignore[no-any-return]
 
-    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
-        body = _given({"ttl_days": ttl_days})
-        return self._call("POST", f"/v1/memories/{int(memory_id)}/restore", MemoryVersion, json=body)  # type: ignore[no-any-return]
+    def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion:
+        path, body = f"/v1/memories/{int(memory_id)}/restore", msgspec.json.encode(request)
+        return self._call("POST", path, MemoryVersion, content=body, headers=_JSON)  # type: ignore[no-any-return]
 
-    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
-        return self._call("POST", f"/v1/memories/{int(memory_id)}/pin", MemoryVersion, json={"pinned": pinned})  # type: ignore[no-any-return]
+    def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion:
+        path, body = f"/v1/memories/{int(memory_id)}/pin", msgspec.json.encode(request)
+        return self._call("POST", path, MemoryVersion, content=body, headers=_JSON)  # type: ignore[no-any-return]
 
     def delete(self, *, reason: str, **how: Any) -> DeleteReport:
         """`how` as in `Memory.delete`; `scope` narrows the token's projects, unknown options are a 400."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import msgspec
 
 from agentmem.errors import ValidationError
+from agentmem.operations import ContextRequest
 from agentmem.records import Hit
 
 MAX_MEMORIES = 100
@@ -52,8 +53,9 @@ def build(hits: list[Hit], *, max_memories: int, token_budget: int, header: str 
     return Context(text=text, memory_ids=ids, tokens=used if ids else 0, dropped=dropped)
 
 
-def working_set(recall: Callable[[int], list[Hit]], *, max_k: int, max_memories: int, token_budget: int) -> Context:
+def working_set(recall: Callable[[int], list[Hit]], request: ContextRequest, *, max_k: int) -> Context:
     """The best `recall(k)` hits, at most `max_memories`, within `token_budget`; k is at most `max_k`."""
+    max_memories, token_budget = request.max_memories, request.token_budget
     if not _whole(max_memories) or not 1 <= max_memories <= MAX_MEMORIES:
         raise ValidationError(f"max_memories: expected a whole number from 1 to {MAX_MEMORIES}")
     low, high = TOKEN_BUDGET

@@ -1,8 +1,10 @@
 """MemoryAPI: the one contract of the in-process `Memory` and the HTTP `agentmem.client.Client`.
 
-The CLI and the MCP server are written against it, so either can stand behind them. mypy checks that
-both classes satisfy it (`_check` below) and tests/test_contract.py that their signatures are the
-Protocol's, parameter for parameter.
+The CLI and the MCP server are written against it, so either can stand behind them. Both classes
+subclass it: an operation declared in `agentmem.operations` has its keyword method here, written
+once, which builds the request and hands it to the class's `_<operation>`. mypy checks that both
+satisfy it (they subclass it), tests/test_contract.py that their signatures are the Protocol's and
+tests/test_operations.py that each keyword method takes its request's fields.
 
 `actor` names the caller in the audit log. In process the caller says who it is; over HTTP the
 service records the token's name instead (a caller cannot claim another identity), so the Client
@@ -17,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from agentmem.admission.scan import ScanReport
 from agentmem.audit import AuditEntry
 from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
 from agentmem.lifecycle import DeleteReport, SweepReport
+from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
 from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
 from agentmem.retention import Retention
 from indexes.sync import Consistency
@@ -52,9 +55,12 @@ class MemoryAPI(Protocol):
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
         include_superseded: bool = False,
-    ) -> list[Hit]: ...
+        time_range: TimeRange | dict[str, Any] | str | None = None,
+    ) -> list[Hit]:
+        """`search`'s hits alone (arguments: `RecallRequest`)."""
+        return self.search(**_given(locals())).hits
+
     def search(
         self,
         query: str,
@@ -65,20 +71,27 @@ class MemoryAPI(Protocol):
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
         as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
+        include_history: bool = False,
         include_superseded: bool = False,
-    ) -> Recalled: ...
+        time_range: TimeRange | dict[str, Any] | str | None = None,
+    ) -> Recalled:
+        """Recall, with the time window it understood and what it did without (see `RecallRequest`)."""
+        return self._search(RecallRequest(**_given(locals())))
+
     def context(
         self,
         query: str,
         *,
         project: str | None = None,
-        max_memories: int = 10,
-        token_budget: int = 1000,
         agent: str | None = None,
         tiers: Sequence[str] = (),
         kinds: Sequence[str] = (),
-    ) -> Context: ...
+        max_memories: int = 10,
+        token_budget: int = 1000,
+    ) -> Context:
+        """A prompt-ready working set (see `ContextRequest`)."""
+        return self._context(ContextRequest(**_given(locals())))
+
     def get(self, memory_id: int) -> MemoryVersion: ...
     def history(self, memory_id: int) -> list[MemoryVersion]: ...
     def list_versions(
@@ -112,9 +125,18 @@ class MemoryAPI(Protocol):
         projects: Sequence[str] | None = None,
         threshold: float | None = None,
         actor: str = "local",
-    ) -> SweepReport: ...
-    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion: ...
-    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion: ...
+    ) -> SweepReport:
+        """Archive what fell below the retention threshold and what expired (see `SweepRequest`)."""
+        return self._sweep(SweepRequest(**_given(locals())), actor=actor)
+
+    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
+        """Put an archived or expired memory back into recall (see `RestoreRequest`)."""
+        return self._restore(memory_id, RestoreRequest(ttl_days=ttl_days), actor=actor)
+
+    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
+        """Exempt a memory from the sweep, or no longer (see `PinRequest`)."""
+        return self._pin(memory_id, PinRequest(pinned=pinned), actor=actor)
+
     def delete(self, *, reason: str, **how: Any) -> DeleteReport: ...
     def audit(
         self,
@@ -143,10 +165,15 @@ class MemoryAPI(Protocol):
 
     def close(self) -> None: ...
 
+    # -- what Memory and Client each do with an operation's request (the keyword methods above build it)
+    def _search(self, request: RecallRequest) -> Recalled: ...
+    def _context(self, request: ContextRequest) -> Context: ...
+    def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion: ...
+    def _sweep(self, request: SweepRequest, *, actor: str) -> SweepReport: ...
+    def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion: ...
 
-if TYPE_CHECKING:
-    from agentmem.client import Client
-    from agentmem.memory import Memory
 
-    def _check(m: Memory, c: Client) -> tuple[MemoryAPI, MemoryAPI]:
-        return m, c
+def _given(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A keyword method's arguments as its request's fields (lists for sequences; not self, not actor)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items() if k not in ("self", "actor")}
+

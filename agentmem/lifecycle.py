@@ -20,6 +20,7 @@ from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
+from agentmem.operations import PinRequest, RestoreRequest, SweepRequest
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
 from agentmem.serving import gated
@@ -65,20 +66,13 @@ class DeleteReport(msgspec.Struct, frozen=True, kw_only=True):
 Pick = tuple[int, float, MemoryVersion, float | None]  # (expired first, retention, version, retention or None)
 
 
-def sweep(
-    engine: Engine,
-    *,
-    dry_run: bool = False,
-    limit: int | None = None,
-    projects: Sequence[str] | None = None,
-    threshold: float | None = None,
-    actor: str = "local",
-) -> SweepReport:
+def sweep(engine: Engine, request: SweepRequest, *, actor: str = "local") -> SweepReport:
     """Archive current memories whose retention is below `threshold`, and those whose TTL has passed.
 
     Pinned memories are skipped. At most `limit` are archived, lowest retention first (expired
     ones before all others); the rest wait for the next run.
     """
+    dry_run, limit, projects, threshold = request.dry_run, request.limit, request.projects, request.threshold
     cfg = engine.config
     limit = cfg.sweep_max if limit is None else limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000_000:
@@ -135,13 +129,14 @@ def _archive(w: Write, chosen: list[Pick], threshold: float, actor: str) -> None
 
 
 @gated
-def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
+def restore(engine: Engine, memory_id: int, request: RestoreRequest, *, actor: str = "local") -> MemoryVersion:
     """Bring an archived or expired memory back into recall (and both indexes).
 
     Restoring counts as a reinforcement: its decay clock restarts, so the next sweep does not
     archive it again at once. An expired memory comes back without a TTL unless `ttl_days` is given.
     A memory whose key or slot a newer current memory holds is refused (ConflictError).
     """
+    ttl_days = request.ttl_days
     if ttl_days is not None and (
         isinstance(ttl_days, bool) or not isinstance(ttl_days, int | float) or not 0 < ttl_days <= 36_500
     ):
@@ -169,8 +164,9 @@ def restore(engine: Engine, memory_id: int, *, actor: str = "local", ttl_days: f
     return engine.run_alone(job)
 
 
-def pin(engine: Engine, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
+def pin(engine: Engine, memory_id: int, request: PinRequest, *, actor: str = "local") -> MemoryVersion:
     """Pin (or unpin) the latest version of a memory: the sweep never archives a pinned memory."""
+    pinned = request.pinned
     if not isinstance(pinned, bool):
         raise ValidationError("pinned: expected true or false")
     with engine.write() as w:

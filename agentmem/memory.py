@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from agentmem import admission, audit, embedded, lifecycle, timewindow, transfer, validate, writes
 from agentmem import consolidate as consolidation
 from agentmem.admission import ScanReport
@@ -21,16 +23,19 @@ from agentmem.audit import AuditEntry
 from agentmem.backend import Indexes, Live
 from agentmem.config import Config
 from agentmem.context import Context, working_set
+from agentmem.contract import MemoryAPI
 from agentmem.embedded import DB_FILE
 from agentmem.engine import Engine
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
+from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
 from agentmem.provider import Provider
-from agentmem.recall import pipeline, request
+from agentmem.recall import pipeline
 from agentmem.recall.candidates import VectorHealth, message
-from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
+from agentmem.recall.request import checked
+from agentmem.records import Hit, Link, MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention, retention
 from agentmem.store import StoreOfRecord
 from indexes.docs import IndexFailure
@@ -47,7 +52,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Memory:
+class Memory(MemoryAPI):
     """A versioned memory in one data directory: DuckDB of record plus BM25 and vector indexes;
     or, with `database_url`, one node of many on a PostgreSQL database (`agentmem.postgres`).
 
@@ -214,74 +219,31 @@ class Memory:
         self.get(memory_id)
         return self.store.links(int(memory_id))
 
-    def recall(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        k: int = 10,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-        as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
-        include_superseded: bool = False,
-    ) -> list[Hit]:
-        """The k memories that best answer `query`: hybrid search, then ranked by currentness.
+    def _search(self, request: RecallRequest) -> Recalled:
+        """The k memories that best answer the query: hybrid search, then ranked by currentness
+        (agentmem.recall). When two hits state one slot with different values, the newer ranks
+        first and the older names it in `older_than`. With `as_of`, answers from every version
+        valid then; with `include_superseded`, superseded versions rank in under their successors.
+        Time named in the query, or `time_range`, boosts what falls in that window (it never
+        filters); `include_history` adds each hit's older versions, read in one query."""
+        r = request
+        req = checked(self.config, r.query, project=r.project, k=r.k, agent=r.agent, tiers=r.tiers, kinds=r.kinds,
+                      as_of=r.as_of, time_range=r.time_range, include_superseded=r.include_superseded)  # fmt: skip
+        found = pipeline.search(self.engine, self._vectors, self.config, req, self.clock())
+        if not r.include_history:
+            return found
+        with_past = [h.memory.lineage_id for h in found.hits if h.has_history]
+        lineages = self.histories(with_past)  # one read for every hit, in the hits' order below
+        return msgspec.structs.replace(found, history={str(lineage): lineages[lineage] for lineage in with_past})
 
-        When two hits state the same slot with different values, the newer one ranks first and the
-        older one names it in `older_than`, ranked under the other hits (see agentmem.slots).
-
-        With `as_of`, answers from DuckDB over every version that was valid at that time. With
-        `include_superseded`, superseded versions that match are ranked in too, each under the
-        current version of its lineage, with its death record, and an older statement of a slot
-        goes directly under its newer one: for questions about what was true before. Time named in
-        the query ("last Saturday", "in March"), or an explicit `time_range`, boosts the memories whose
-        valid_from falls in that window (see `search`, which also says which window it understood).
-        """
-        return self.search(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, as_of=as_of,
-                           time_range=time_range, include_superseded=include_superseded).hits  # fmt: skip
-
-    def search(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        k: int = 10,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-        as_of: datetime | str | None = None,
-        time_range: TimeRange | dict[str, Any] | str | None = None,
-        include_superseded: bool = False,
-    ) -> Recalled:
-        """Recall, with the time window it understood and what it did without (see agentmem.timewindow).
-
-        `time_range`: {start, end} (ISO 8601, either open), an interval "2023-03-01/2023-04-01", or a
-        phrase ("last week"), resolved against the clock (or `as_of`); without it, the query's own time
-        expressions are used. The window boosts, it never filters.
-        """
-        req = request.checked(self.config, query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds,
-                              as_of=as_of, time_range=time_range, include_superseded=include_superseded)  # fmt: skip
-        return pipeline.search(self.engine, self._vectors, self.config, req, self.clock())
-
-    def context(
-        self,
-        query: str,
-        *,
-        project: str | None = None,
-        max_memories: int = 10,
-        token_budget: int = 1000,
-        agent: str | None = None,
-        tiers: Sequence[str] = (),
-        kinds: Sequence[str] = (),
-    ) -> Context:
-        """A prompt-ready working set: the best current memories that fit `token_budget` (see agentmem.context)."""
+    def _context(self, request: ContextRequest) -> Context:
+        """The best current memories that fit the token budget (see agentmem.context)."""
 
         def recall(k: int) -> list[Hit]:
-            return self.recall(query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds)
+            return self.recall(request.query, project=request.project, k=k, agent=request.agent,
+                               tiers=request.tiers, kinds=request.kinds)  # fmt: skip
 
-        return working_set(recall, max_k=self.config.max_k, max_memories=max_memories, token_budget=token_budget)
+        return working_set(recall, request, max_k=self.config.max_k)
 
     # -- upkeep ------------------------------------------------------------
 
@@ -300,27 +262,14 @@ class Memory:
         m = self.get(memory_id)
         return retention(m, self.clock(), self.config.retention, self.config.kinds)
 
-    def sweep(
-        self,
-        *,
-        dry_run: bool = False,
-        limit: int | None = None,
-        projects: Sequence[str] | None = None,
-        threshold: float | None = None,
-        actor: str = "local",
-    ) -> lifecycle.SweepReport:
-        """Archive what fell below the retention threshold and what expired (see agentmem.lifecycle)."""
-        return lifecycle.sweep(
-            self.engine, dry_run=dry_run, limit=limit, projects=projects, threshold=threshold, actor=actor
-        )
+    def _sweep(self, request: SweepRequest, *, actor: str) -> lifecycle.SweepReport:
+        return lifecycle.sweep(self.engine, request, actor=actor)
 
-    def restore(self, memory_id: int, *, actor: str = "local", ttl_days: float | None = None) -> MemoryVersion:
-        """Put an archived or expired memory back into recall."""
-        return lifecycle.restore(self.engine, memory_id, actor=actor, ttl_days=ttl_days)
+    def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion:
+        return lifecycle.restore(self.engine, memory_id, request, actor=actor)
 
-    def pin(self, memory_id: int, pinned: bool = True, *, actor: str = "local") -> MemoryVersion:
-        """Exempt a memory from the sweep (or, with pinned=False, no longer)."""
-        return lifecycle.pin(self.engine, memory_id, pinned, actor=actor)
+    def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion:
+        return lifecycle.pin(self.engine, memory_id, request, actor=actor)
 
     def delete(self, *, reason: str, **how: Any) -> lifecycle.DeleteReport:
         """The governance delete: erase content by ids, lineages or a filter (see agentmem.lifecycle.delete)."""

@@ -198,8 +198,10 @@ class TimeWindow(msgspec.Struct, frozen=True, kw_only=True):
 
 class Recalled(msgspec.Struct, frozen=True, kw_only=True):
     """What one recall found: the hits, the time window it understood (None: no time named), and what
-    it did without (`degraded`, e.g. BM25 alone while the model is down)."""
+    it did without (`degraded`, e.g. BM25 alone while the model is down); with `include_history`, each
+    hit's older versions by lineage id."""
 
     hits: list[Hit]
-    window: TimeWindow | None = None
+    history: dict[str, list[MemoryVersion]] = {}
     degraded: list[str] = []
+    window: TimeWindow | None = None

@@ -135,6 +135,9 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
                 "before (where did I first..., what did we use before...)."
             ),
         ] = False,
+        include_history: Annotated[
+            bool, Field(description="Also each hit's older versions (what it replaced), in `history`.")
+        ] = False,
         project: ProjectArg = None,
     ) -> dict[str, Any]:
         """Search memories, best first: current ones only (superseded versions never come back unless
@@ -147,7 +150,8 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
 
         def run() -> dict[str, Any]:
             found = scoped.open().search(query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of,
-                                         time_range=time_range, include_superseded=include_superseded)  # fmt: skip
+                                         time_range=time_range, include_superseded=include_superseded,
+                                         include_history=include_history)  # fmt: skip
             out = []
             for h in found.hits:
                 item = {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)}
@@ -159,6 +163,8 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
             reply: dict[str, Any] = {"hits": out}
             if found.window is not None:
                 reply["window"] = msgspec.to_builtins(found.window)
+            if found.history:
+                reply["history"] = {k: [memory_view(v) for v in vs] for k, vs in found.history.items()}
             return reply
 
         return call(run)

@@ -9,7 +9,7 @@ import msgspec
 
 from agentmem.admission.conversation import Message
 from agentmem.audit import AuditEntry
-from agentmem.records import Hit, MemoryVersion, TimeRange, TimeWindow, Triple
+from agentmem.records import MemoryVersion, Triple
 
 
 class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -52,37 +52,6 @@ class ReviseRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     expires_at: datetime | None = None
 
 
-class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    query: str
-    k: int = 10
-    project: str | None = None
-    agent: str | None = None
-    tiers: list[str] = []
-    kinds: list[str] = []
-    as_of: datetime | None = None
-    include_history: bool = False  # each hit's older versions, in `history`
-    include_superseded: bool = False  # superseded versions ranked in, each under its successor
-    # {start, end}, an ISO 8601 interval "start/end" or a phrase ("last week"); else the query's own time
-    time_range: TimeRange | str | None = None
-
-
-class RecallReply(msgspec.Struct, frozen=True, kw_only=True):
-    hits: list[Hit]
-    history: dict[str, list[MemoryVersion]] = {}
-    degraded: list[str] = []  # e.g. the embedding model is down: these hits come from BM25 alone
-    window: TimeWindow | None = None  # the time window recall understood and boosted (None: no time named)
-
-
-class ContextRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    query: str
-    project: str | None = None
-    agent: str | None = None
-    tiers: list[str] = []
-    kinds: list[str] = []
-    max_memories: int = 10
-    token_budget: int = 1000
-
-
 class Page(msgspec.Struct, frozen=True):
     items: list[MemoryVersion]
     next_cursor: int | None
@@ -117,23 +86,6 @@ class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     message: str | None = None
-
-
-class SweepRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Archive what fell below the retention threshold and what expired; `dry_run` only reports."""
-
-    dry_run: bool = False
-    limit: int | None = None
-    projects: list[str] | None = None
-    threshold: float | None = None
-
-
-class RestoreRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    ttl_days: float | None = None
-
-
-class PinRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pinned: bool = True
 
 
 class DeleteRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -2,6 +2,8 @@
 
 - docs/reference/http.md: every route of the HTTP API, from the service's OpenAPI schema;
 - docs/reference/cli.md: every command and flag, from the argparse parser `agentmem` runs;
+- docs/reference/operations.md: each operation's arguments, from its request Struct
+  (agentmem.operations);
 - docs/reference/config.md: every settings field, from the msgspec Structs (`Settings` for the
   server's TOML file, `Config` for the engine), with the comment written beside each field.
 
@@ -369,6 +371,36 @@ def config_page() -> str:
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------- operations, from their requests
+
+
+def operations_page() -> str:
+    """Each operation's arguments, from its request Struct (agentmem.operations): the same in
+    `Memory`, `Client`, the HTTP body, the CLI and the MCP tool."""
+    from typing import get_args
+
+    from agentmem.operations import REQUESTS, description
+
+    out = ["# Operations reference", "", HOW, "",
+           "Each operation's arguments are declared once, as a msgspec Struct in `agentmem.operations`. The"
+           " keyword method of `Memory` and `Client` takes them, the HTTP route takes them as its JSON body,"
+           " the CLI has a flag for each and the MCP tool a subset.", ""]  # fmt: skip
+    for cls in dict.fromkeys(REQUESTS.values()):
+        name = cls.__name__
+        ops = ", ".join(f"`{op}`" for op, r in REQUESTS.items() if r is cls)
+        out += [f"## {name} {{ #{name.lower()} }}", "", f"`{cls.__module__}.{name}`: {ops}.", ""]
+        out += [" ".join((inspect.getdoc(cls) or "").split()), ""]
+        out += ["| field | type | default | what |", "| --- | --- | --- | --- |"]
+        for f in msgspec.structs.fields(cls):
+            base = get_args(f.type)[0] if get_args(f.type) else f.type
+            out.append(
+                f"| `{f.name}` | `{_cell(_type_name(base))}` | {_cell(_struct_default(f))}"
+                f" | {_cell(description(f.type))} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------- write or check
 
 
@@ -379,6 +411,7 @@ def pages() -> dict[Path, str]:
         REFERENCE / "http.md": http_page(openapi_schema()) + "\n",
         REFERENCE / "cli.md": cli_page(cli_parser()) + "\n",
         REFERENCE / "config.md": config_page() + "\n",
+        REFERENCE / "operations.md": operations_page() + "\n",
     }
 
 

@@ -174,3 +174,22 @@ def test_remember_refuses_what_it_cannot_use(api: MemoryAPI) -> None:
     with pytest.raises(ValidationError):
         api.remember("x", project="shop", colour="blue")
     assert api.remember("We use Postgres", project="shop", actor="me").outcome == "created"
+
+
+def test_search_includes_history_for_both(api: MemoryAPI, memory: Memory) -> None:
+    """`include_history` was once HTTP's alone (issue 37); it is an argument of search everywhere."""
+    old = memory.remember("The API listens on port 8080", project="shop", key="api.port").memory
+    new = memory.remember("The API listens on port 9090", project="shop", key="api.port").memory
+    plain = api.search("API port", project="shop")
+    found = api.search("API port", project="shop", include_history=True)
+    assert plain.history == {}
+    assert [v.id for v in found.history[str(new.lineage_id)]] == [old.id, new.id]
+
+
+def test_pin_sweep_and_restore_take_the_same_arguments(api: MemoryAPI, memory: Memory) -> None:
+    m = memory.remember("The shop runs on Postgres", project="shop").memory
+    assert api.pin(m.id).pinned and not api.pin(m.id, False).pinned
+    report = api.sweep(dry_run=True, projects=["shop"], threshold=1.0)
+    assert report.dry_run and [i.id for i in report.items] == [m.id]
+    api.sweep(projects=["shop"], threshold=1.0)
+    assert api.restore(m.id, ttl_days=2).status == "active"

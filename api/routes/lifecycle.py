@@ -5,16 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
+import msgspec
 from anyio.to_thread import run_sync as run
 from litestar import get, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from agentmem.errors import NotFoundError
 from agentmem.lifecycle import DeleteReport, SweepReport
+from agentmem.operations import PinRequest, RestoreRequest, SweepRequest, arguments
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention
 from api.deps import Mem, Who, digits_only, visible
-from api.schemas import AuditPage, DeleteRequest, PinRequest, RestoreRequest, SweepRequest
+from api.schemas import AuditPage, DeleteRequest
 
 
 @get("/v1/memories/{memory_id:int}/retention", sync_to_thread=True, summary="Retention score and tier, now")
@@ -30,12 +32,8 @@ async def sweep(data: JSONBody[SweepRequest], who: Who, mem: Mem) -> SweepReport
     has passed, lowest retention first, at most `limit`; pinned memories are skipped. Each archived
     memory gets an audit entry. `dry_run` reports without changing anything."""
     who.require("admin")
-    projects = who.scope(data.projects)
-    return await run(
-        lambda: mem.sweep(
-            dry_run=data.dry_run, limit=data.limit, projects=projects, threshold=data.threshold, actor=who.name
-        )
-    )
+    request = msgspec.structs.replace(data, projects=who.scope(data.projects))
+    return await run(lambda: mem.sweep(**arguments(request), actor=who.name))
 
 
 @post("/v1/memories/{memory_id:int}/restore", status_code=200, summary="Restore an archived or expired memory")
@@ -44,7 +42,7 @@ async def restore(memory_id: FromPath[int], data: JSONBody[RestoreRequest], who:
     archived, or if a newer current memory now holds its key or triple slot."""
     who.require("write")
     await run(visible, mem, who, memory_id)
-    return await run(lambda: mem.restore(memory_id, actor=who.name, ttl_days=data.ttl_days))
+    return await run(lambda: mem.restore(memory_id, **arguments(data), actor=who.name))
 
 
 @post("/v1/memories/{memory_id:int}/pin", status_code=200, summary="Pin or unpin a memory")
@@ -52,7 +50,7 @@ async def pin(memory_id: FromPath[int], data: JSONBody[PinRequest], who: Who, me
     """A pinned memory is never archived by the sweep."""
     who.require("write")
     await run(visible, mem, who, memory_id)
-    return await run(lambda: mem.pin(memory_id, data.pinned, actor=who.name))
+    return await run(lambda: mem.pin(memory_id, **arguments(data), actor=who.name))
 
 
 @post("/v1/delete", status_code=200, summary="Governance delete: the one hard delete (admin)")
@@ -84,7 +82,9 @@ async def delete(data: JSONBody[DeleteRequest], who: Who, mem: Mem) -> DeleteRep
 
 
 @get(
-    "/v1/audit", sync_to_thread=True, guards=[digits_only("memory_id", "cursor", "limit")],
+    "/v1/audit",
+    sync_to_thread=True,
+    guards=[digits_only("memory_id", "cursor", "limit")],
     summary="The audit log, newest first",
 )
 def audit_log(

@@ -798,14 +798,25 @@ export interface components {
         };
         /** ContextRequest */
         ContextRequest: {
+            /** @description the task or question the context is for */
             query: string;
+            /** @description only this project */
             project?: string | null;
+            /** @description only memories of this agent */
             agent?: string | null;
+            /** @description only these tiers (empty: all) */
             tiers?: string[];
+            /** @description only these kinds (empty: all) */
             kinds?: string[];
-            /** @default 10 */
+            /**
+             * @description at most this many memories, 1 to 100
+             * @default 10
+             */
             max_memories?: number;
-            /** @default 1000 */
+            /**
+             * @description 16 to 32000 tokens, about 4 characters a token
+             * @default 1000
+             */
             token_budget?: number;
         };
         /** DeleteReport */
@@ -1024,7 +1035,10 @@ export interface components {
         };
         /** PinRequest */
         PinRequest: {
-            /** @default true */
+            /**
+             * @description false: no longer pinned
+             * @default true
+             */
             pinned?: boolean;
         };
         /** Provenance */
@@ -1055,30 +1069,46 @@ export interface components {
             finished_at?: string | null;
             message?: string | null;
         };
-        /** RecallReply */
-        RecallReply: {
+        /** RecallRequest */
+        RecallRequest: {
+            /** @description what to find, in plain words */
+            query: string;
+            /**
+             * @description how many hits, 1 to max_k
+             * @default 10
+             */
+            k?: number;
+            /** @description only this project */
+            project?: string | null;
+            /** @description only memories of this agent */
+            agent?: string | null;
+            /** @description only these tiers (empty: all) */
+            tiers?: string[];
+            /** @description only these kinds (empty: all) */
+            kinds?: string[];
+            /** @description answer over every version valid at that time (ISO 8601) */
+            as_of?: string | null;
+            /**
+             * @description each hit's older versions, in `history` (search only)
+             * @default false
+             */
+            include_history?: boolean;
+            /**
+             * @description rank superseded versions in too, each under its successor
+             * @default false
+             */
+            include_superseded?: boolean;
+            /** @description boost memories from then: {start, end}, 'START/END' in ISO 8601, or 'last week', 'in March' */
+            time_range?: components["schemas"]["TimeRange"] | string | null;
+        };
+        /** Recalled */
+        Recalled: {
             hits: components["schemas"]["Hit"][];
             history?: {
                 [key: string]: components["schemas"]["MemoryVersion"][];
             };
             degraded?: string[];
             window?: components["schemas"]["TimeWindow"] | null;
-        };
-        /** RecallRequest */
-        RecallRequest: {
-            query: string;
-            /** @default 10 */
-            k?: number;
-            project?: string | null;
-            agent?: string | null;
-            tiers?: string[];
-            kinds?: string[];
-            as_of?: string | null;
-            /** @default false */
-            include_history?: boolean;
-            /** @default false */
-            include_superseded?: boolean;
-            time_range?: components["schemas"]["TimeRange"] | string | null;
         };
         /** Reembedding */
         Reembedding: {
@@ -1099,6 +1129,7 @@ export interface components {
         };
         /** RestoreRequest */
         RestoreRequest: {
+            /** @description expire again after this many days (default: never) */
             ttl_days?: number | null;
         };
         /** Retention */
@@ -1231,10 +1262,16 @@ export interface components {
         };
         /** SweepRequest */
         SweepRequest: {
-            /** @default false */
+            /**
+             * @description only report what would be archived
+             * @default false
+             */
             dry_run?: boolean;
+            /** @description archive at most this many (lowest retention first) */
             limit?: number | null;
+            /** @description only these projects (repeat for several) */
             projects?: string[] | null;
+            /** @description archive below this retention (default from config) */
             threshold?: number | null;
         };
         /** TimeRange */
@@ -2060,7 +2097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RecallReply"];
+                    "application/json": components["schemas"]["Recalled"];
                 };
             };
             /** @description Bad request syntax or unsupported method */

@@ -1,0 +1,114 @@
+"""Each operation declared once (agentmem.operations): every surface takes its request's fields.
+
+A field added to, renamed in or dropped from a request fails here until the keyword method, the
+CLI and the MCP tool agree; the HTTP route and the TypeScript client take the Struct itself, and
+docs/reference/operations.md is checked by tests/test_docs.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+from typing import Any
+
+import msgspec
+import pytest
+
+from agentmem.client import Client
+from agentmem.contract import MemoryAPI
+from agentmem.flags import arguments
+from agentmem.memory import Memory
+from agentmem.operations import REQUESTS, PinRequest, RecallRequest, RestoreRequest, SweepRequest
+from api.mcp_backend import McpSettings
+from api.mcp_server import build_server
+
+NOT_FIELDS = {"self", "actor", "memory_id"}  # the caller's name, and the id the HTTP path carries
+# recall returns the hits alone, so the older versions `include_history` adds would be dropped
+LEFT_OUT = {"recall": {"include_history"}}
+CLI = {
+    "recall": RecallRequest,
+    "sweep": SweepRequest,
+    "restore": RestoreRequest,
+}  # CLI commands generated from a request (agentmem.flags)
+MCP = {"recall": "search", "context": "context"}  # MCP tool -> the operation it calls
+MCP_OWN = {"project"}  # every tool takes it; the server checks it against the allowed projects
+
+
+def fields(request: type[msgspec.Struct]) -> dict[str, Any]:
+    out = {}
+    for f in msgspec.structs.fields(request):
+        if f.default_factory is not msgspec.NODEFAULT:
+            out[f.name] = f.default_factory()
+        else:
+            out[f.name] = f.default if f.default is not msgspec.NODEFAULT else inspect.Parameter.empty
+    return out
+
+
+def keywords(fn: Any) -> dict[str, Any]:
+    params = inspect.signature(fn).parameters.values()
+    return {p.name: list(p.default) if isinstance(p.default, tuple) else p.default for p in params
+            if p.name not in NOT_FIELDS}  # fmt: skip
+
+
+@pytest.mark.parametrize("op", sorted(REQUESTS))
+def test_the_keyword_method_takes_the_requests_fields(op: str) -> None:
+    expected = {k: v for k, v in fields(REQUESTS[op]).items() if k not in LEFT_OUT.get(op, set())}
+    assert keywords(getattr(MemoryAPI, op)) == expected
+
+
+@pytest.mark.parametrize("op", sorted(REQUESTS))
+@pytest.mark.parametrize("impl", [Memory, Client], ids=["Memory", "Client"])
+def test_memory_and_client_inherit_the_one_keyword_method(impl: type, op: str) -> None:
+    assert getattr(impl, op) is getattr(MemoryAPI, op)
+
+
+def cli_parser() -> argparse.ArgumentParser:
+    from agentmem.cli import _parser
+
+    return _parser()[0]
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("command", sorted(CLI))
+def test_the_cli_command_has_a_flag_per_field(command: str) -> None:
+    request = CLI[command]
+    parser = _subcommand(cli_parser(), command)
+    dests = {a.dest: a.default for a in parser._actions if a.dest not in ("help", "id")}
+    assert dests == {k: None if v is inspect.Parameter.empty else v for k, v in fields(request).items()}
+
+
+def test_the_cli_parses_into_a_valid_request() -> None:
+    args = cli_parser().parse_args(["recall", "port", "-k", "3", "--tier", "semantic", "--include-history"])
+
+    request = msgspec.convert(arguments(args, RecallRequest), RecallRequest)
+    assert request == RecallRequest(query="port", k=3, tiers=["semantic"], include_history=True)
+
+
+@pytest.mark.parametrize("tool", sorted(MCP))
+def test_each_mcp_tool_argument_is_a_field_of_its_request(tool: str) -> None:
+    settings = McpSettings(project="p", projects=("p",), session="s", data_dir="/nonexistent")
+    server, _ = build_server(settings, opener=lambda: None)  # type: ignore[arg-type,return-value]
+    listed = {t.name: t for t in asyncio.run(server.list_tools())}
+    params = set(listed[tool].input_schema["properties"]) - MCP_OWN
+    request = REQUESTS[MCP[tool]]
+    assert params <= set(fields(request)), params - set(fields(request))
+
+
+def test_include_history_is_on_every_recall_surface() -> None:
+    """It was once only over HTTP (issue 37)."""
+    settings = McpSettings(project="p", projects=("p",), session="s", data_dir="/nonexistent")
+    server, _ = build_server(settings, opener=lambda: None)  # type: ignore[arg-type,return-value]
+    tools = {t.name: t for t in asyncio.run(server.list_tools())}
+    assert "include_history" in tools["recall"].input_schema["properties"]
+    assert "include_history" in inspect.signature(MemoryAPI.search).parameters
+    assert "include_history" in {a.dest for a in _subcommand(cli_parser(), "recall")._actions}
+
+
+def test_a_request_leaves_its_defaults_off_the_wire() -> None:
+    assert msgspec.json.encode(PinRequest()) == b"{}"
+    assert msgspec.json.decode(b'{"query": "x", "include_history": true}', type=RecallRequest).include_history
