@@ -239,11 +239,11 @@ class Memory(MemoryAPI):
     def _context(self, request: ContextRequest) -> Context:
         """The best current memories that fit the token budget (see agentmem.context)."""
 
-        def recall(k: int) -> list[Hit]:
+        def best(k: int) -> list[Hit]:
             return self.recall(request.query, project=request.project, k=k, agent=request.agent,
                                tiers=request.tiers, kinds=request.kinds)  # fmt: skip
 
-        return working_set(recall, request, max_k=self.config.max_k)
+        return working_set(best, request, max_k=self.config.max_k)
 
     # -- upkeep ------------------------------------------------------------
 
