@@ -52,7 +52,6 @@ class Embedded:
             self.store.close()
             raise
         self._stale = False
-        self._lock = threading.RLock()
 
     def open_indexes(self, model: str, lock: threading.RLock) -> None:
         self._lock = lock

@@ -226,11 +226,8 @@ class Memory(MemoryAPI):
         valid then; with `include_superseded`, superseded versions rank in under their successors.
         Time named in the query, or `time_range`, boosts what falls in that window (it never
         filters); `include_history` adds each hit's older versions, read in one query."""
-        r = request
-        req = checked(self.config, r.query, project=r.project, k=r.k, agent=r.agent, tiers=r.tiers, kinds=r.kinds,
-                      as_of=r.as_of, time_range=r.time_range, include_superseded=r.include_superseded)  # fmt: skip
-        found = pipeline.search(self.engine, self._vectors, self.config, req, self.clock())
-        if not r.include_history:
+        found = pipeline.search(self.engine, self._vectors, self.config, checked(self.config, request), self.clock())
+        if not request.include_history:
             return found
         with_past = [h.memory.lineage_id for h in found.hits if h.has_history]
         lineages = self.histories(with_past)  # one read for every hit, in the hits' order below

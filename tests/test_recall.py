@@ -120,8 +120,8 @@ def test_access_counts_batched(data_dir, embedder, clock) -> None:  # type: igno
         assert mem.get(b.id).accesses == 3
 
 
-def test_fuse_keeps_the_ranking_of_scoring_every_candidate_in_full() -> None:
-    """fuse scores every candidate by number alone and explains only the k it keeps: the hits, their
+def test_ranking_keeps_the_order_of_scoring_every_candidate_in_full() -> None:
+    """The rank stages score every candidate by number alone and explain only the k kept: the hits, their
     order, scores and parts are those of scoring every candidate with its parts."""
     import random
     from datetime import UTC, datetime, timedelta
@@ -129,7 +129,8 @@ def test_fuse_keeps_the_ranking_of_scoring_every_candidate_in_full() -> None:
     import msgspec
 
     from agentmem.ranking import Weights, parts, terms, total
-    from agentmem.recall import fuse
+    from agentmem.recall import rank
+    from agentmem.recall.candidates import Pool
     from agentmem.records import Hit, MemoryVersion, TimeWindow
     from agentmem.text import sha256
     from agentmem.timewindow import fit
@@ -152,7 +153,8 @@ def test_fuse_keeps_the_ranking_of_scoring_every_candidate_in_full() -> None:
     weights = Weights()
     window = TimeWindow(start=now - timedelta(days=30), end=now - timedelta(days=10), source="time_range")
     for w in (None, window):
-        got = fuse(versions, text, vector, now=now, k=10, weights=weights, window=w)
+        scored = rank.fusion(Pool(versions, text, vector), now=now, weights=weights)
+        got = rank.best(rank.asked(rank.time_fit(scored, w, weights=weights), None, weights=weights), 10)
         bm25 = {i: (r, s) for r, (i, s) in enumerate(text, 1)}
         vec = {i: (r, s) for r, (i, s) in enumerate(vector, 1)}
         best = (text[0][1], vector[0][1])

@@ -12,6 +12,6 @@
 `Memory.search` checks the request and hands it to `pipeline.search`.
 """
 
-from agentmem.recall.rank import fuse, under_successors
+from agentmem.recall.rank import under_successors
 
-__all__ = ["fuse", "under_successors"]
+__all__ = ["under_successors"]

@@ -18,7 +18,7 @@ import msgspec
 
 from agentmem.kinds import KINDS, KindSpec
 from agentmem.ranking import Terms, Weights, parts, terms, total
-from agentmem.recall.candidates import Pool, Ranked
+from agentmem.recall.candidates import Pool
 from agentmem.records import Hit, MemoryVersion, TimeWindow
 from agentmem.supersede import question_slot
 from agentmem.timewindow import fit, named_in
@@ -87,24 +87,6 @@ def best(scored: list[Scored], k: int) -> list[Hit]:
             p = msgspec.structs.replace(p, asked=True)
         hits.append(Hit(memory=c.memory, score=s, parts=p, has_history=c.memory.version > 1))
     return hits
-
-
-def fuse(
-    candidates: Iterable[MemoryVersion],
-    text_hits: Ranked,
-    vector_hits: Ranked,
-    *,
-    now: datetime,
-    k: int,
-    weights: Weights,
-    kinds: dict[str, KindSpec] = KINDS,
-    window: TimeWindow | None = None,
-    question: str | None = None,
-) -> list[Hit]:
-    """The stages above in one call: the best k of `candidates`, best first."""
-    scored = fusion(Pool(list(candidates), text_hits, vector_hits), now=now, weights=weights, kinds=kinds)
-    scored = time_fit(scored, window, weights=weights, kinds=kinds)
-    return best(asked(scored, question, weights=weights), k)
 
 
 def under_successors(hits: Iterable[Hit]) -> list[Hit]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +12,7 @@ from agentmem.config import Config
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import TIERS
+from agentmem.operations import RecallRequest
 from agentmem.records import TimeRange
 
 
@@ -36,31 +36,22 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
                       tiers=one_of(self.tiers), kinds=one_of(self.kinds), statuses=statuses)  # fmt: skip
 
 
-def checked(
-    config: Config,
-    query: str,
-    *,
-    project: str | None,
-    k: int,
-    agent: str | None,
-    tiers: Sequence[str],
-    kinds: Sequence[str],
-    as_of: datetime | str | None,
-    time_range: TimeRange | dict[str, Any] | str | None,
-    include_superseded: bool,
-) -> Request:
-    """The request, or ValidationError naming the first argument that is not valid."""
-    query = validate.content(query, config, "query")
+def checked(config: Config, asked: RecallRequest) -> Request:
+    """The request as recall reads it, or ValidationError naming the first field that is not valid
+    (a request built in process has its types unchecked)."""
+    query = validate.content(asked.query, config, "query")
+    k = asked.k
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= config.max_k:
         raise ValidationError(f"k: expected a whole number from 1 to {config.max_k}")
-    project = validate.name(project, "project", config)
-    agent = validate.name(agent, "agent", config)
-    tiers = validate.choices(tiers, TIERS, "tier")
-    kinds = validate.choices(kinds, config.kinds, "kind")
-    when = validate.utc(as_of, "as_of")
+    project = validate.name(asked.project, "project", config)
+    agent = validate.name(asked.agent, "agent", config)
+    tiers = validate.choices(asked.tiers, TIERS, "tier")
+    kinds = validate.choices(asked.kinds, config.kinds, "kind")
+    when = validate.utc(asked.as_of, "as_of")
+    include_superseded = asked.include_superseded
     if not isinstance(include_superseded, bool):
         raise ValidationError("include_superseded: expected true or false")
     if include_superseded and when is not None:
         raise ValidationError("include_superseded and as_of: as_of already answers from every version valid then")
     return Request(query=query, project=project, k=k, agent=agent, tiers=tiers, kinds=kinds, when=when,
-                   time_range=time_range, include_superseded=include_superseded)  # fmt: skip
+                   time_range=asked.time_range, include_superseded=include_superseded)  # fmt: skip
