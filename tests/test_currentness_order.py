@@ -40,9 +40,8 @@ def unit(*xs: float) -> np.ndarray:
 
 def model(bias: float) -> pair.PairModel:
     """A pair model whose verdict is its bias alone: every pair gets sigmoid(bias)."""
-    n = 2 + 3 * DIM
-    return pair.PairModel(embedder="test", weights=np.zeros(n, np.float32), bias=bias, mark=0.7, order=0.3,
-                          topic=0.5)  # fmt: skip
+    head = pair.Head(weights=np.zeros(2 + 3 * DIM, np.float32), bias=bias)
+    return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5)
 
 
 # ranked: an older fact first, an unrelated memory, then the newer statement of the older's topic
@@ -93,7 +92,8 @@ def test_the_shipped_model_reads_only_its_own_embedders_vectors() -> None:
     shipped = pair.shipped()
     assert pair.for_embedder(shipped.embedder) is shipped and pair.for_embedder("fake-hash-64") is None
     assert 0 < shipped.order < shipped.mark < 1 and 0 < shipped.topic < 1
-    assert shipped.weights.shape == (2 + 3 * 384,) and shipped.dim == 384
+    assert shipped.orders.weights.shape == shipped.marks.weights.shape == (2 + 3 * 384,) and shipped.dim == 384
+    assert not shipped.orders.words and shipped.marks.words  # only marking reads the words
 
 
 # -- through the real model, store and indexes ---------------------------------------------------
@@ -154,9 +154,11 @@ def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
     older, newer = (rng.normal(size=(6, model.dim)).astype(np.float32) for _ in range(2))
     older /= np.linalg.norm(older, axis=1, keepdims=True)
     newer /= np.linalg.norm(newer, axis=1, keepdims=True)
-    texts = [f"the backup runs at {h}am" for h in range(6)], [f"backups moved to {h + 2}am" for h in range(6)]
-    by_features = [
-        1 / (1 + np.exp(-(pair.features(o, n, a, b) @ model.weights + model.bias)))
-        for o, n, a, b in zip(older, newer, *texts, strict=True)
-    ]
-    assert np.allclose(model.replaces_each(older, newer, *texts), by_features, atol=1e-6)
+    texts = [f"the backup runs at {h}am" for h in range(6)], [f"backups moved to {h + 2}am now" for h in range(6)]
+    for head in (model.orders, model.marks):
+        z = []
+        for o, n, a, b in zip(older, newer, *texts, strict=True):
+            said = sum(head.words.get(w, 0.0) for w in pair.word_features(a, b))
+            z.append(pair.features(o, n, a, b) @ head.weights + head.bias + said)
+        by_features = 1 / (1 + np.exp(-np.array(z)))
+        assert np.allclose(head.each(older, newer, *texts), by_features, atol=1e-6)

@@ -52,11 +52,12 @@ def order(
     pairs = _topic_pairs(head, vectors, model.topic, asks) if model is not None else []
     if model is not None and pairs:
         olds, news = [head[i].memory for i, _ in pairs], [head[j].memory for _, j in pairs]
-        ps = model.replaces_each(np.stack([vectors[m.id] for m in olds]), np.stack([vectors[m.id] for m in news]),
-                                 [m.content for m in olds], [m.content for m in news])  # fmt: skip
-        for (i, j), p in zip(pairs, ps, strict=True):
-            if p >= model.order:
-                relate(i, j, PAIR_MODEL if p >= model.mark else None)
+        ordered, marked = model.judge_each(np.stack([vectors[m.id] for m in olds]),
+                                           np.stack([vectors[m.id] for m in news]),
+                                           [m.content for m in olds], [m.content for m in news])  # fmt: skip
+        for (i, j), o, m in zip(pairs, ordered, marked, strict=True):
+            if o:
+                relate(i, j, PAIR_MODEL if m else None)
     if not above:
         return list(hits)
     placed: list[int] = []

@@ -1,9 +1,10 @@
 """The learned pair model: does a newer memory replace an older one, or is it another fact?
 
-A logistic regression over what every memory already has, its sentence vector and its words:
-the cosine and the Jaccard overlap of the two texts, and the element-wise product, distance and
-difference (newer minus older) of their vectors. The difference carries the direction: a text
-that moves a fact on reads unlike the one it moves on from. The weights are trained by
+Logistic regressions over what every memory already has, its sentence vector and its words:
+the cosine and the Jaccard overlap of the two texts, the element-wise product, distance and
+difference (newer minus older) of their vectors, and (for marking) a learned weight for each word
+the newer text adds or drops. The difference carries the direction: a text that moves a fact on
+reads unlike the one it moves on from; the added and dropped words say how. The weights are trained by
 `scripts/train_pair_model.py` on hand-written labelled pairs (`data/`) and ship beside this
 module with a card naming their data and command (`pair_model.json`).
 """
@@ -11,7 +12,7 @@ module with a card naming their data and command (`pair_model.json`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -30,42 +31,65 @@ def features(older: np.ndarray, newer: np.ndarray, older_text: str, newer_text: 
     return np.concatenate([head, older * newer, np.abs(older - newer), newer - older])
 
 
-class PairModel(msgspec.Struct, frozen=True):
-    """Weights and bias of the logistic regression, and the thresholds chosen with them."""
+def word_features(older_text: str, newer_text: str) -> list[str]:
+    """The words the newer text adds ("+word") and drops ("-word"), stemmed, sorted."""
+    a, b = token_set(older_text), token_set(newer_text)
+    return sorted([f"+{w}" for w in b - a] + [f"-{w}" for w in a - b])
 
-    embedder: str  # the model whose vectors it reads: for any other it has nothing to say
+
+class Head(msgspec.Struct, frozen=True):
+    """One logistic regression over `features` (`weights`, `bias`) and `word_features` (`words`)."""
+
     weights: np.ndarray
     bias: float
-    mark: float  # recall marks the older hit `older_than` at or above this probability
-    order: float  # recall puts the newer of two hits about one topic first at or above this
-    topic: float  # the cosine at which two hits can be about one topic
+    words: Mapping[str, float] = msgspec.field(default_factory=dict)
 
-    @property
-    def dim(self) -> int:
-        """The size of the vectors it reads."""
-        return (len(self.weights) - 2) // 3
-
-    def replaces(self, older: np.ndarray, newer: np.ndarray, older_text: str, newer_text: str) -> float:
-        """The probability that `newer_text` makes `older_text` no longer current."""
-        return float(self.replaces_each(older[None], newer[None], [older_text], [newer_text])[0])
-
-    def replaces_each(
-        self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
-    ) -> np.ndarray:
-        """`replaces` for n pairs at once (rows of `older` and `newer`): the features of `features`,
-        weighed without building them."""
-        d = self.dim
+    def each(self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
+             newer_texts: Sequence[str]) -> np.ndarray:  # fmt: skip
+        """Its probability for n pairs at once (rows of `older` and `newer`), weighed without
+        building `features`."""
+        d = (len(self.weights) - 2) // 3
         w = self.weights
-        jac = [jaccard(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
+        pairs = list(zip(older_texts, newer_texts, strict=True))
+        jac = [jaccard(token_set(a), token_set(b)) for a, b in pairs]
+        said = [sum(self.words.get(k, 0.0) for k in word_features(a, b)) for a, b in pairs] if self.words else 0.0
         z = (
             w[0] * np.einsum("ij,ij->i", older, newer)
             + w[1] * np.asarray(jac, dtype=np.float32)
             + (older * newer) @ w[2 : 2 + d]
             + np.abs(older - newer) @ w[2 + d : 2 + 2 * d]
             + (newer - older) @ w[2 + 2 * d :]
+            + np.asarray(said, dtype=np.float32)
             + self.bias
         )
         return np.asarray(1.0 / (1.0 + np.exp(-z)))
+
+
+class PairModel(msgspec.Struct, frozen=True):
+    """Two heads trained on the same pairs, and their thresholds. Ordering is bold: `orders`, over
+    the vectors alone, also finds a restatement that says nothing of a change. Marking is strict:
+    `marks` adds what the newer text adds or drops ("now", "also"), which lifts the replacements
+    it is sure of and holds back the facts that only sit beside an older one."""
+
+    embedder: str  # the model whose vectors it reads: for any other it has nothing to say
+    orders: Head
+    marks: Head
+    order: float  # recall puts the newer of two hits about one topic first at or above this (`orders`)
+    mark: float  # recall marks the older hit `older_than` at or above this (`marks`)
+    topic: float  # the cosine at which two hits can be about one topic
+
+    @property
+    def dim(self) -> int:
+        """The size of the vectors it reads."""
+        return (len(self.orders.weights) - 2) // 3
+
+    def judge_each(
+        self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For n pairs: whether recall puts the newer first, and whether it marks the older."""
+        marked = self.marks.each(older, newer, older_texts, newer_texts) >= self.mark
+        ordered = self.orders.each(older, newer, older_texts, newer_texts) >= self.order
+        return ordered | marked, marked
 
 
 def for_embedder(name: str) -> PairModel | None:
@@ -78,8 +102,15 @@ def for_embedder(name: str) -> PairModel | None:
 def shipped() -> PairModel:
     """The model that ships with the package (read once)."""
     with np.load(WEIGHTS) as npz:
-        weights, bias = npz["weights"].astype(np.float32), float(npz["bias"])
+        heads = {
+            name: Head(
+                weights=npz[f"{name}_weights"].astype(np.float32),
+                bias=float(npz[f"{name}_bias"]),
+                words=dict(zip(npz[f"{name}_words"].tolist(), npz[f"{name}_word_weights"].tolist(), strict=True)),
+            )
+            for name in ("orders", "marks")
+        }
     card = json.loads(CARD.read_text())
     t = card["thresholds"]
-    return PairModel(embedder=card["embedder"], weights=weights, bias=bias, mark=t["mark"],
-                     order=t["order"], topic=t["topic"])  # fmt: skip
+    return PairModel(embedder=card["embedder"], orders=heads["orders"], marks=heads["marks"], order=t["order"],
+                     mark=t["mark"], topic=t["topic"])  # fmt: skip
