@@ -93,7 +93,7 @@ def test_the_shipped_model_reads_only_its_own_embedders_vectors() -> None:
     assert pair.for_embedder(shipped.embedder) is shipped and pair.for_embedder("fake-hash-64") is None
     assert 0 < shipped.order < shipped.mark < 1 and 0 < shipped.topic < 1
     assert shipped.orders.weights.shape == shipped.marks.weights.shape == (2 + 3 * 384,) and shipped.dim == 384
-    assert not shipped.orders.words and shipped.marks.words  # only marking reads the words
+    assert not shipped.orders.added and shipped.marks.added and shipped.marks.dropped  # only marking reads words
 
 
 # -- through the real model, store and indexes ---------------------------------------------------
@@ -158,7 +158,8 @@ def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
     for head in (model.orders, model.marks):
         z = []
         for o, n, a, b in zip(older, newer, *texts, strict=True):
-            said = sum(head.words.get(w, 0.0) for w in pair.word_features(a, b))
+            weight = {f"+{w}": v for w, v in head.added.items()} | {f"-{w}": v for w, v in head.dropped.items()}
+            said = sum(weight.get(w, 0.0) for w in pair.word_features(a, b))
             z.append(pair.features(o, n, a, b) @ head.weights + head.bias + said)
         by_features = 1 / (1 + np.exp(-np.array(z)))
         assert np.allclose(head.each(older, newer, *texts), by_features, atol=1e-6)

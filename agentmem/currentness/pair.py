@@ -38,30 +38,40 @@ def word_features(older_text: str, newer_text: str) -> list[str]:
 
 
 class Head(msgspec.Struct, frozen=True):
-    """One logistic regression over `features` (`weights`, `bias`) and `word_features` (`words`)."""
+    """One logistic regression over `features` (`weights`, `bias`) and `word_features`: the weight
+    of each word the newer text adds (`added`) or drops (`dropped`)."""
 
     weights: np.ndarray
     bias: float
-    words: Mapping[str, float] = msgspec.field(default_factory=dict)
+    added: Mapping[str, float] = msgspec.field(default_factory=dict)
+    dropped: Mapping[str, float] = msgspec.field(default_factory=dict)
 
     def each(self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
              newer_texts: Sequence[str]) -> np.ndarray:  # fmt: skip
         """Its probability for n pairs at once (rows of `older` and `newer`), weighed without
         building `features`."""
+        sets = [(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
+        return self.weigh(older, newer, sets, np.asarray([jaccard(a, b) for a, b in sets], dtype=np.float32))
+
+    def weigh(
+        self, older: np.ndarray, newer: np.ndarray, sets: Sequence[tuple[frozenset[str], frozenset[str]]],
+        jac: np.ndarray,
+    ) -> np.ndarray:  # fmt: skip
+        """`each`, given the pairs' token sets and their Jaccard overlaps."""
         d = (len(self.weights) - 2) // 3
         w = self.weights
-        pairs = list(zip(older_texts, newer_texts, strict=True))
-        jac = [jaccard(token_set(a), token_set(b)) for a, b in pairs]
-        said = [sum(self.words.get(k, 0.0) for k in word_features(a, b)) for a, b in pairs] if self.words else 0.0
         z = (
             w[0] * np.einsum("ij,ij->i", older, newer)
-            + w[1] * np.asarray(jac, dtype=np.float32)
+            + w[1] * jac
             + (older * newer) @ w[2 : 2 + d]
             + np.abs(older - newer) @ w[2 + d : 2 + 2 * d]
             + (newer - older) @ w[2 + 2 * d :]
-            + np.asarray(said, dtype=np.float32)
             + self.bias
         )
+        if self.added or self.dropped:
+            add, drop = self.added.get, self.dropped.get
+            z += np.asarray([sum(add(t, 0.0) for t in b - a) + sum(drop(t, 0.0) for t in a - b) for a, b in sets],
+                            dtype=np.float32)  # fmt: skip
         return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
@@ -87,8 +97,10 @@ class PairModel(msgspec.Struct, frozen=True):
         self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
     ) -> tuple[np.ndarray, np.ndarray]:
         """For n pairs: whether recall puts the newer first, and whether it marks the older."""
-        marked = self.marks.each(older, newer, older_texts, newer_texts) >= self.mark
-        ordered = self.orders.each(older, newer, older_texts, newer_texts) >= self.order
+        sets = [(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
+        jac = np.asarray([jaccard(a, b) for a, b in sets], dtype=np.float32)
+        marked = self.marks.weigh(older, newer, sets, jac) >= self.mark
+        ordered = self.orders.weigh(older, newer, sets, jac) >= self.order
         return ordered | marked, marked
 
 
@@ -102,14 +114,15 @@ def for_embedder(name: str) -> PairModel | None:
 def shipped() -> PairModel:
     """The model that ships with the package (read once)."""
     with np.load(WEIGHTS) as npz:
-        heads = {
-            name: Head(
+        heads = {}
+        for name in ("orders", "marks"):
+            words = dict(zip(npz[f"{name}_words"].tolist(), npz[f"{name}_word_weights"].tolist(), strict=True))
+            heads[name] = Head(
                 weights=npz[f"{name}_weights"].astype(np.float32),
                 bias=float(npz[f"{name}_bias"]),
-                words=dict(zip(npz[f"{name}_words"].tolist(), npz[f"{name}_word_weights"].tolist(), strict=True)),
+                added={k[1:]: v for k, v in words.items() if k[0] == "+"},
+                dropped={k[1:]: v for k, v in words.items() if k[0] == "-"},
             )
-            for name in ("orders", "marks")
-        }
     card = json.loads(CARD.read_text())
     t = card["thresholds"]
     return PairModel(embedder=card["embedder"], orders=heads["orders"], marks=heads["marks"], order=t["order"],
