@@ -429,13 +429,15 @@ PROFILE_PARTS: tuple[tuple[str, Where], ...] = (
         "fusion and scoring (recall.rank.fusion; recall.fuse / Memory._rank before)",
         (("agentmem/recall/rank.py", "fusion"), ("agentmem/recall.py", "fuse"), ("agentmem/memory.py", "_rank")),
     ),
-    ("access-count flush on the recall thread (_flush_access)", (("agentmem/memory.py", "_flush_access"),)),
+    ("claim roll-up (recall.rollup.rolled_up)", (("agentmem/recall/rollup.py", "rolled_up"),)),
+    ("currentness stage (recall.current.current_first)", (("agentmem/recall/current.py", "current_first"),)),
+    ("access counts (Engine.note_access)", (("agentmem/engine.py", "note_access"),)),
 )
 PROFILE_SUBPARTS: tuple[tuple[str, Where], ...] = (
     # shown under the parts above, not added up: they are inside them or in "other"
-    ("of which scoring (ranking.score)", (("agentmem/ranking.py", "score"),)),
-    ("live-set lookups (LiveSet.get)", (("agentmem/live.py", "get"),)),
-    ("live-set refresh of accessed memories (LiveSet.put)", (("agentmem/live.py", "put"),)),
+    ("of which slot rules (slots.pairs)", (("agentmem/slots.py", "pairs"),)),
+    ("of which pair model (currentness.pair.PairModel.judge_each)", (("agentmem/currentness/pair.py", "judge_each"),)),
+    ("live-set lookups (LiveSet.many, LiveSet.get)", (("agentmem/live.py", "many"), ("agentmem/live.py", "get"))),
     ("input validation (validate.*)", (("agentmem/validate.py", "*"),)),
 )
 
@@ -505,7 +507,7 @@ def profile_recalls(mem: Memory, qs: QuerySets, emb_live: SentenceTransformerEmb
             return sum(v for (suffix, _n, fn), v in found.items() if fn != "<module>")
         return max(found.values(), default=0.0)
 
-    total = cum((("agentmem/memory.py", "recall"),))
+    total = cum((("agentmem/contract.py", "recall"), ("agentmem/memory.py", "recall")))
     parts: list[dict[str, Any]] = [
         {"part": label, "ms_per_recall": round(cum(where) / count * 1000, 3)} for label, where in PROFILE_PARTS
     ]
