@@ -450,9 +450,16 @@ def same_values(a: Words, b: Words) -> bool:
 
 def restates(a: Words, b: Words) -> bool:
     """`b` says what `a` says, maybe with more or fewer words: no descriptive word is swapped for
-    another, and no value is swapped for another."""
+    another, no value is swapped for another, and the words both hold come in the same order
+    (words as a set cannot tell "a man is dancing and kids are looking" from its swap)."""
     same, gained, lost = _compare(a, b)
-    return same and not (gained and lost)
+    return same and not (gained and lost) and _in_order(a.words, b.words)
+
+
+def _in_order(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """The words `a` and `b` share come in the same order in both (each at its first place)."""
+    shared = set(a) & set(b)
+    return list(dict.fromkeys(w for w in a if w in shared)) == list(dict.fromkeys(w for w in b if w in shared))
 
 
 def decide(
