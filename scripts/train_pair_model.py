@@ -37,6 +37,7 @@ SOURCES = {  # file -> (older field, newer field, positive labels, "another fact
     "data/currentness_train_pairs.jsonl": ("older", "newer", {"replaces"}, {"other"}),
     "data/currentness_train_pairs_a.jsonl": ("older", "newer", {"replaces"}, {"other"}),
     "data/currentness_train_pairs_b.jsonl": ("older", "newer", {"replaces"}, {"other"}),
+    "data/currentness_train_pairs_c.jsonl": ("older", "newer", {"replaces"}, {"other"}),
     "data/supersession_pairs.jsonl": ("old", "new", {"update"}, {"different"}),
     "data/supersession_pairs_test.jsonl": ("old", "new", {"update"}, {"different"}),
 }
