@@ -353,7 +353,7 @@ def run_bench(args: argparse.Namespace, mem: MemoryAPI, timings: Timings) -> int
                 print(f"agentmem: could not remove the scratch project {scratch} ({exc}); remove it with "
                       f"`agentmem delete --project {scratch} --reason bench`", file=sys.stderr)  # fmt: skip
     report = _report(args, run, seconds, project, scratch, source)
-    print(table(report))
+    print(msgspec.json.encode(report).decode() if args.json else table(report))  # agentmem --json bench: JSON
     if args.json_file:
         args.json_file.write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
     if args.png:
