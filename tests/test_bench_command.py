@@ -4,8 +4,10 @@ refusals; the scratch project goes afterwards and no other project is touched.""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -160,8 +162,18 @@ def test_against_a_real_server_over_a_socket(server: Server, tmp_path: Path) -> 
                                "--requests", "10"], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert readonly.returncode == 0, readonly.stderr
     _sane(json.loads(readonly.stdout), {"recall"})  # `agentmem --json bench` prints the report as JSON
+    # Ctrl-C in the middle of a run: exit 130, and the scratch project goes all the same
+    running = subprocess.Popen([*base, "--token", ROOT_TOKEN, "bench", "--duration", "60"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    time.sleep(4)
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=60)
+    assert running.returncode == 130 and "interrupted" in err
     with Client(server.url, token=ROOT_TOKEN) as root:
         assert _snapshot(root, "shop") == before
-        _gone(root, report["scratch_project"])
-        assert root.stats().projects == projects + 1  # the scratch project's tombstones, nothing current
+        deletes = [e.project for e in root.audit(actions=["delete"])[0]]
+        assert len(deletes) == 2 and report["scratch_project"] in deletes
+        for scratch in deletes:
+            _gone(root, scratch)
+        assert root.stats().projects == projects + 2  # the scratch projects' tombstones, nothing current
         assert root.stats().latest_active == len(SHOP)
