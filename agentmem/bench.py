@@ -21,7 +21,7 @@ import msgspec
 import numpy as np
 
 from agentmem.contract import MemoryAPI
-from agentmem.errors import AgentMemError, ValidationError
+from agentmem.errors import AccessDeniedError, AgentMemError, NotFoundError, ValidationError
 from agentmem.recall.timing import STAGES, captured, parse_server_timing
 
 SEED_MEMORIES = 40  # generated memories a scratch project starts with when it is also recalled from
@@ -158,8 +158,8 @@ def _preflight(mem: MemoryAPI) -> str:
         name = f"bench-{secrets.token_hex(4)}"
         try:
             dry = mem.delete(reason=DELETE_REASON, project=name, dry_run=True)
-        except AgentMemError as exc:
-            raise AgentMemError(
+        except (AccessDeniedError, NotFoundError) as exc:  # 403 no admin, 404 a project the token lacks
+            raise AccessDeniedError(
                 f"the benchmark writes to a scratch project ({name}) and removes it afterwards with a governance "
                 f"delete, which this token may not do ({exc}). Use an admin token of all projects ('*'), or run "
                 "read-only on your project: --mix 100/0 --project NAME"
@@ -249,13 +249,18 @@ def _measure(args: argparse.Namespace, mem: MemoryAPI, timings: Timings, queries
 
     quiet = not sys.stdout.isatty()
     total = args.duration if args.duration else requests
-    with tqdm(total=total, unit="s" if args.duration else "req", disable=quiet, leave=False, file=sys.stderr) as bar:
+    shape = {"bar_format": "{l_bar}{bar}| {n:.1f}/{total:.0f} s{postfix}"} if args.duration else {"unit": "req"}
+    with tqdm(total=total, disable=quiet, leave=False, file=sys.stderr, **shape) as bar:  # type: ignore[call-overload]
         for t in threads:
             t.start()
         try:
             while any(t.is_alive() for t in threads):
                 time.sleep(0.1)
-                bar.n = round(min(time.perf_counter() - start, args.duration), 1) if args.duration else run.done
+                if args.duration:
+                    bar.n = round(min(time.perf_counter() - start, args.duration), 1)
+                    bar.set_postfix_str(f"{run.done} requests", refresh=False)
+                else:
+                    bar.n = run.done
                 bar.refresh()
         except KeyboardInterrupt:
             run.stop.set()
