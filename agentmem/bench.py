@@ -32,12 +32,23 @@ DELETE_REASON = "agentmem bench: its scratch project"
 
 
 class Figures(msgspec.Struct, frozen=True, kw_only=True):
-    """One operation's (or one recall stage's) latency over the run; ms; per_second of the wall time."""
+    """One operation's latency over the run, in ms; `per_second`: its successes over the wall time."""
 
     name: str
     requests: int
     errors: int
     per_second: float
+    mean_ms: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+
+
+class Stage(msgspec.Struct, frozen=True, kw_only=True):
+    """One recall stage's time over the run's recalls (`recalls`: how many reported it), in ms."""
+
+    name: str
+    recalls: int
     mean_ms: float
     p50_ms: float
     p95_ms: float
@@ -55,7 +66,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     mix: str
     seconds: float
     operations: list[Figures]
-    stages: list[Figures]  # recall stages as the server (or, in process, the engine) timed them
+    stages: list[Stage]  # recall stages as the server (or, in process, the engine) timed them
     error_messages: list[str]
 
 
@@ -219,7 +230,7 @@ def _worker(run: _Run, mem: MemoryAPI, timings: Timings, queries: list[str], pro
             else:
                 stages = timings.recall(mem, rng.choice(queries), project, k)
             error = None
-        except AgentMemError as exc:
+        except Exception as exc:  # counted and shown, and the run goes on: a benchmark reports failures
             error = f"{type(exc).__name__}: {exc}"
         run.record("remember" if write else "recall", (time.perf_counter() - start) * 1000.0, error, stages)
 
@@ -270,14 +281,18 @@ def _measure(args: argparse.Namespace, mem: MemoryAPI, timings: Timings, queries
     return run, time.perf_counter() - start
 
 
-def _report(args: argparse.Namespace, run: _Run, seconds: float, project: str, scratch: str | None,
+def _report(args: argparse.Namespace, target: str, run: _Run, seconds: float, project: str, scratch: str | None,
             source: str) -> Report:  # fmt: skip
     wanted = [op for op, share in zip(("recall", "remember"), args.mix, strict=True) if share]
     ops = [_figures(op, run.ms[op], run.errors[op], seconds) for op in wanted]
     names = [s for s in STAGES if any(s in st for st in run.stages)]
     names += sorted({s for st in run.stages for s in st} - set(names))
-    stages = [_figures(s, [st[s] for st in run.stages if s in st], 0, seconds) for s in names]
-    return Report(target=args.url or str(args.data_dir or "data directory"), project=project, scratch_project=scratch,
+    stages = []
+    for name in names:
+        f = _figures(name, [st[name] for st in run.stages if name in st], 0, seconds)
+        stages.append(Stage(name=name, recalls=f.requests, mean_ms=f.mean_ms, p50_ms=f.p50_ms, p95_ms=f.p95_ms,
+                            p99_ms=f.p99_ms))  # fmt: skip
+    return Report(target=target, project=project, scratch_project=scratch,
                   queries=source, clients=args.clients, mix=f"{args.mix[0]}/{args.mix[1]}",
                   seconds=round(seconds, 3), operations=ops, stages=stages, error_messages=run.messages)  # fmt: skip
 
@@ -293,7 +308,7 @@ def table(r: Report) -> str:
     if r.stages:
         lines.append("recall stages, as timed by the engine (ms):")
         for s in r.stages:
-            lines.append(f"  {s.name:<12}{s.requests:>9}{'':>8}{'':>9}{s.p50_ms:>9.2f}{s.p95_ms:>9.2f}{s.p99_ms:>9.2f}")
+            lines.append(f"  {s.name:<12}{s.recalls:>9}{'':>8}{'':>9}{s.p50_ms:>9.2f}{s.p95_ms:>9.2f}{s.p99_ms:>9.2f}")
     lines += [f"error: {m}" for m in r.error_messages]
     return "\n".join(lines)
 
@@ -332,8 +347,9 @@ def plot(r: Report, run: _Run, path: Path) -> None:
     plt.close(fig)
 
 
-def run_bench(args: argparse.Namespace, mem: MemoryAPI, timings: Timings) -> int:
-    """Seed (if needed), measure, print the table, write --json/--png; the scratch project goes at the end."""
+def run_bench(args: argparse.Namespace, mem: MemoryAPI, timings: Timings, target: str) -> int:
+    """Seed (if needed), measure, print the table, write --json/--png; the scratch project goes at
+    the end. `target` names the service or data directory `mem` is."""
     reads, writes = args.mix
     if args.png:
         _check_png()
@@ -357,7 +373,7 @@ def run_bench(args: argparse.Namespace, mem: MemoryAPI, timings: Timings) -> int
             except (AgentMemError, KeyboardInterrupt) as exc:
                 print(f"agentmem: could not remove the scratch project {scratch} ({exc}); remove it with "
                       f"`agentmem delete --project {scratch} --reason bench`", file=sys.stderr)  # fmt: skip
-    report = _report(args, run, seconds, project, scratch, source)
+    report = _report(args, target, run, seconds, project, scratch, source)
     print(msgspec.json.encode(report).decode() if args.json else table(report))  # agentmem --json bench: JSON
     if args.json_file:
         args.json_file.write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")

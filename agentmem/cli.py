@@ -349,8 +349,9 @@ def main(argv: Sequence[str] | None = None, *, open_memory: Opener | None = None
         if args.command == "bench":
             timings = Timings()
             opener = open_memory or _opener(args, {"response": [timings.hook]})
-            with closing(opener(args.data_dir or default_data_dir())) as mem:
-                return run_bench(args, mem, timings)
+            data_dir = args.data_dir or default_data_dir()
+            with closing(opener(data_dir)) as mem:
+                return run_bench(args, mem, timings, args.url or str(data_dir))
         return _run(args, open_memory or _opener(args))
     except AgentMemError as exc:
         print(f"agentmem: {exc.label}: {exc}", file=sys.stderr)

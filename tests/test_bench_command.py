@@ -47,6 +47,8 @@ def _sane(report: dict[str, Any], ops: set[str]) -> None:
         assert 0 < f["p50_ms"] <= f["p95_ms"] <= f["p99_ms"]
     stages = {s["name"]: s for s in report["stages"]}
     assert "candidates" in stages and stages["candidates"]["p50_ms"] > 0
+    recalls = [f["requests"] for f in report["operations"] if f["name"] == "recall"]
+    assert [stages["candidates"]["recalls"]] == recalls  # every recall reported its stages
     assert set(stages) <= set(STAGES)
     assert report["seconds"] > 0
 
@@ -82,6 +84,7 @@ def test_in_process_on_a_data_directory(data_dir: Path, tmp_path: Path, capsys) 
     report = json.loads(out.read_text())
     _sane(report, {"recall", "remember"})
     assert report["project"] == "shop" and report["scratch_project"].startswith("bench-")
+    assert report["target"] == str(data_dir)
     assert sum(f["requests"] for f in report["operations"]) == 40
     with Memory(data_dir, embedder=FakeEmbedder()) as mem:
         assert _snapshot(mem, "shop") == before
