@@ -13,6 +13,7 @@ from typing import IO, Any
 import msgspec
 
 from agentmem.admission.cli import add_ingest, run_ingest
+from agentmem.bench import Timings, add_bench, run_bench
 from agentmem.consolidate import PASSES
 from agentmem.contract import MemoryAPI
 from agentmem.errors import AgentMemError, ValidationError
@@ -118,6 +119,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     pv = sub.add_parser("provenance", help="the evidence a memory came from, and what was built on it")
     pv.add_argument("id", type=int)
     add_ingest(sub)
+    add_bench(sub)
     return p, sub
 
 
@@ -303,13 +305,14 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
         _out(args, entries, "\n".join(text) or "no audit entries")
 
 
-def _opener(args: argparse.Namespace) -> Opener:
-    """The running service with --url, else the data directory opened in this process."""
+def _opener(args: argparse.Namespace, hooks: dict[str, list[Callable[..., Any]]] | None = None) -> Opener:
+    """The running service with --url (its replies go to httpx `hooks`), else the data directory
+    opened in this process."""
     if args.url:
         from agentmem.client import Client
 
         url, token = args.url, args.token
-        return lambda _path: Client(url, token=token)
+        return lambda _path: Client(url, token=token, event_hooks=hooks)
 
     database_url = getattr(args, "database_url", None)
 
@@ -343,10 +346,19 @@ def main(argv: Sequence[str] | None = None, *, open_memory: Opener | None = None
             before, after = Memory.compact(args.data_dir or default_data_dir())
             _out(args, {"before": before, "after": after}, f"compacted: {before} -> {after} bytes")
             return EXIT_OK
+        if args.command == "bench":
+            timings = Timings()
+            opener = open_memory or _opener(args, {"response": [timings.hook]})
+            data_dir = args.data_dir or default_data_dir()
+            with closing(opener(data_dir)) as mem:
+                return run_bench(args, mem, timings, args.url or str(data_dir))
         return _run(args, open_memory or _opener(args))
     except AgentMemError as exc:
         print(f"agentmem: {exc.label}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        print("agentmem: interrupted", file=sys.stderr)
+        return 130
 
 
 def entry() -> None:

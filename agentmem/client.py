@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,7 +78,8 @@ class Client(MemoryAPI):
 
     It is a `MemoryAPI` (see agentmem.contract): the same methods and arguments as `Memory`.
     `actor` is accepted and not sent (the service records the token's name); so is the
-    admission option `progress`. `transport` is for tests (e.g. Litestar's TestClientTransport).
+    admission option `progress`. `transport` is for tests (e.g. Litestar's TestClientTransport);
+    `event_hooks` are httpx's (`agentmem bench` reads the recall stage times from the replies).
     """
 
     poll_seconds = 0.5  # how often rebuild() asks whether the service has finished
@@ -90,9 +91,11 @@ class Client(MemoryAPI):
         token: str | None = None,
         timeout: float | httpx.Timeout = 60.0,
         transport: httpx.BaseTransport | None = None,
+        event_hooks: dict[str, list[Callable[..., Any]]] | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout, transport=transport,
+                                  event_hooks=event_hooks)  # fmt: skip
 
     def __enter__(self) -> Client:
         return self
