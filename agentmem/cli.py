@@ -13,12 +13,19 @@ from typing import IO, Any
 import msgspec
 
 from agentmem.admission.cli import add_ingest, run_ingest
-from agentmem.consolidate import PASSES
 from agentmem.contract import MemoryAPI
 from agentmem.errors import AgentMemError, ValidationError
 from agentmem.flags import add_flags, arguments
 from agentmem.kinds import KINDS, TIERS
-from agentmem.operations import RecallRequest, RestoreRequest, SweepRequest
+from agentmem.operations import (
+    ConsolidateRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    PinRequest,
+    RecallRequest,
+    RestoreRequest,
+    SweepRequest,
+)
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
 
 EXIT_OK, EXIT_FAILURE = 0, AgentMemError.exit_code  # an error exits with its own exit_code
@@ -91,16 +98,9 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
         if name == "restore":
             add_flags(c, RestoreRequest)
         if name == "pin":
-            c.add_argument("--off", action="store_true", help="unpin")
-    d = sub.add_parser("delete", help="governance delete: erase content for good (needs --reason)")
-    d.add_argument("--id", type=int, action="append", default=[], dest="ids")
-    d.add_argument("--lineage", type=int, action="append", default=[], dest="lineages", help="a whole lineage")
-    d.add_argument("--project", help="filter: this project")
-    d.add_argument("--kind", action="append", default=[], dest="kinds", help="filter: these kinds")
-    d.add_argument("--from", dest="created_from", help="filter: created at or after (ISO 8601)")
-    d.add_argument("--to", dest="created_to", help="filter: created before (ISO 8601)")
-    d.add_argument("--reason", required=True)
-    d.add_argument("--dry-run", action="store_true")
+            add_flags(c, PinRequest)
+    add_flags(sub.add_parser("delete", help="governance delete: erase content for good (needs --reason)"),
+              DeleteRequest)  # fmt: skip
     u = sub.add_parser("audit", help="show the audit log, newest first")
     u.add_argument("--project", action="append")
     u.add_argument("--action", action="append", default=[])
@@ -111,10 +111,9 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     sub.add_parser("compact", help="rewrite the database file so erased content leaves the disk (offline)")
     es = sub.add_parser("end-session", help="a session is over: its observations become one episodic memory")
     es.add_argument("session")
-    es.add_argument("--project", default=os.environ.get("AGENTMEM_PROJECT", "default"))
-    co = sub.add_parser("consolidate", help="run episodic, semantic and procedural consolidation")
-    co.add_argument("--project", action="append", help="only these projects (default: all)")
-    co.add_argument("--pass", dest="passes", action="append", choices=["episodic", "semantic", "procedural"])
+    add_flags(es, EndSessionRequest)
+    add_flags(sub.add_parser("consolidate", help="run episodic, semantic and procedural consolidation"),
+              ConsolidateRequest)  # fmt: skip
     pv = sub.add_parser("provenance", help="the evidence a memory came from, and what was built on it")
     pv.add_argument("id", type=int)
     add_ingest(sub)
@@ -262,7 +261,7 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
         m = mem.restore(args.id, **arguments(args, RestoreRequest))
         _out(args, m, f"restored {_line(m)}")
     elif cmd == "pin":
-        m = mem.pin(args.id, not args.off)
+        m = mem.pin(args.id, **arguments(args, PinRequest))
         _out(args, m, f"{'pinned' if m.pinned else 'unpinned'} {_line(m)}")
     elif cmd == "retention":
         t = mem.retention(args.id)
@@ -270,15 +269,14 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
                       f"decay {t.decay}, access {t.access}{', pinned' if t.pinned else ''}"
                       f"{', expired' if t.expired else ''})")  # fmt: skip
     elif cmd == "delete":
-        how = {k: getattr(args, k) for k in ("ids", "lineages", "project", "kinds", "created_from", "created_to")}
-        d = mem.delete(reason=args.reason, dry_run=args.dry_run, **how)
+        d = mem.delete(**arguments(args, DeleteRequest))
         verb = "would delete" if d.dry_run else "deleted"
         _out(args, d, f"{verb} {d.versions} versions in {d.lineages} lineages: {d.ids}")
     elif cmd == "end-session":
-        e = mem.end_session(args.session, project=args.project)
+        e = mem.end_session(args.session, **arguments(args, EndSessionRequest))
         _out(args, e, f"{e.outcome}: {_line(e.memory)}" if e.memory else e.outcome)
     elif cmd == "consolidate":
-        reports = mem.consolidate(args.project, passes=args.passes or PASSES)
+        reports = mem.consolidate(**arguments(args, ConsolidateRequest))
         text = []
         for report in reports:
             for name in ("episodic", "semantic", "procedural"):

@@ -20,12 +20,23 @@ import msgspec
 from agentmem.admission.conversation import load as load_conversation
 from agentmem.admission.scan import ScanReport
 from agentmem.audit import AuditEntry
-from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
+from agentmem.consolidate import ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
 from agentmem.contract import MemoryAPI
 from agentmem.errors import ServiceUnavailableError, ValidationError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
+from agentmem.operations import (
+    ConsolidateRequest,
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    PinRequest,
+    RecallRequest,
+    Request,
+    RestoreRequest,
+    ReviseRequest,
+    SweepRequest,
+)
 from agentmem.records import MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention
 from agentmem.validate import as_new_memory
@@ -132,11 +143,9 @@ class Client(MemoryAPI):
         body = {k: v for k, v in self._json(new).items() if v is not None and v != []}
         return self._call("POST", "/v1/memories", RememberResult, json=body)  # type: ignore[no-any-return]
 
-    def revise(
-        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
-    ) -> RememberResult:
-        body = {"content": content, "reason": reason, **self._json(changes)}
-        return self._call("POST", f"/v1/memories/{int(memory_id)}/versions", RememberResult, json=body)  # type: ignore[no-any-return]
+    def _revise(self, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
+        path = f"/v1/memories/{int(memory_id)}/versions"
+        return self._call("POST", path, RememberResult, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
     def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
         body = {"observations": [_observation(n, m) for n, m in enumerate(items)]}
@@ -228,11 +237,9 @@ class Client(MemoryAPI):
         path, body = f"/v1/memories/{int(memory_id)}/pin", msgspec.json.encode(request)
         return self._call("POST", path, MemoryVersion, content=body, headers=_JSON)  # type: ignore[no-any-return]
 
-    def delete(self, *, reason: str, **how: Any) -> DeleteReport:
-        """`how` as in `Memory.delete`; `scope` narrows the token's projects, unknown options are a 400."""
-        how.pop("actor", None)
-        body = {"reason": reason, **{k: v for k, v in self._json(how).items() if v not in (None, [], ())}}
-        return self._call("POST", "/v1/delete", DeleteReport, json=body)  # type: ignore[no-any-return]
+    def _delete(self, request: DeleteRequest, *, actor: str) -> DeleteReport:
+        """`scope` narrows the token's projects."""
+        return self._call("POST", "/v1/delete", DeleteReport, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
     def audit(
         self,
@@ -256,15 +263,13 @@ class Client(MemoryAPI):
 
     # -- consolidation --------------------------------------------------------
 
-    def consolidate(
-        self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
-    ) -> list[ConsolidationReport]:
-        body = {"projects": list(projects) if projects else None, "passes": list(passes)}
-        return self._call("POST", "/v1/consolidate", list[ConsolidationReport], json=body)  # type: ignore[no-any-return]
+    def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[ConsolidationReport]:
+        body = _body(request)
+        return self._call("POST", "/v1/consolidate", list[ConsolidationReport], content=body, headers=_JSON)  # type: ignore[no-any-return]
 
-    def end_session(self, session: str, *, project: str, actor: str = "local") -> EpisodeResult:
+    def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult:
         path = f"/v1/sessions/{quote(session, safe='')}/end"
-        return self._call("POST", path, EpisodeResult, json={"project": project})  # type: ignore[no-any-return]
+        return self._call("POST", path, EpisodeResult, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
     # -- admission ------------------------------------------------------------
 
@@ -318,6 +323,15 @@ def ndjson_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield from (line + b"\n" for line in lines)
     if rest:
         yield rest + b"\n"
+
+
+def _body(request: Request) -> bytes:
+    """A request as its JSON body; a value of a wrong type (in process, the keyword methods do not
+    check types) is a ValidationError, as the service would answer."""
+    try:
+        return msgspec.json.encode(request)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{type(request).__name__}: {exc}") from None
 
 
 def _given(body: dict[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,18 @@ from agentmem.audit import AuditEntry
 from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
-from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
+from agentmem.operations import (
+    ConsolidateRequest,
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    PinRequest,
+    RecallRequest,
+    RestoreRequest,
+    ReviseRequest,
+    SweepRequest,
+)
+from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange, Triple
 from agentmem.retention import Retention
 from indexes.sync import Consistency
 
@@ -40,8 +50,24 @@ class MemoryAPI(Protocol):
         self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
     ) -> RememberResult: ...
     def revise(
-        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
-    ) -> RememberResult: ...
+        self,
+        memory_id: int,
+        content: str,
+        *,
+        reason: str = "explicit",
+        kind: str | None = None,
+        tier: str | None = None,
+        title: str | None = None,
+        key: str | None = None,
+        triple: Triple | None = None,
+        salience: float | None = None,
+        pinned: bool | None = None,
+        expires_at: datetime | str | None = None,
+        actor: str = "local",
+    ) -> RememberResult:
+        """Write a new version of a current memory; fields left out carry over (see `ReviseRequest`)."""
+        return self._revise(memory_id, ReviseRequest(**_given(locals(), "memory_id")), actor=actor)
+
     def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]: ...
 
     # -- reading
@@ -137,7 +163,23 @@ class MemoryAPI(Protocol):
         """Exempt a memory from the sweep, or no longer (see `PinRequest`)."""
         return self._pin(memory_id, PinRequest(pinned=pinned), actor=actor)
 
-    def delete(self, *, reason: str, **how: Any) -> DeleteReport: ...
+    def delete(
+        self,
+        *,
+        reason: str,
+        ids: Sequence[int] = (),
+        lineages: Sequence[int] = (),
+        project: str | None = None,
+        kinds: Sequence[str] = (),
+        created_from: datetime | str | None = None,
+        created_to: datetime | str | None = None,
+        scope: Sequence[str] | None = None,
+        dry_run: bool = False,
+        actor: str = "local",
+    ) -> DeleteReport:
+        """The governance delete: erase content by ids, lineages or a filter (see `DeleteRequest`)."""
+        return self._delete(DeleteRequest(**_given(locals())), actor=actor)
+
     def audit(
         self,
         *,
@@ -153,8 +195,13 @@ class MemoryAPI(Protocol):
     # -- consolidation
     def consolidate(
         self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
-    ) -> list[ConsolidationReport]: ...
-    def end_session(self, session: str, *, project: str, actor: str = "local") -> EpisodeResult: ...
+    ) -> list[ConsolidationReport]:
+        """Episodic, semantic and procedural consolidation over each project (see `ConsolidateRequest`)."""
+        return self._consolidate(ConsolidateRequest(**_given(locals())), actor=actor)
+
+    def end_session(self, session: str, *, project: str | None = None, actor: str = "local") -> EpisodeResult:
+        """A session is over: its observations become one episodic memory (see `EndSessionRequest`)."""
+        return self._end_session(session, EndSessionRequest(**_given(locals(), "session")), actor=actor)
 
     # -- admission
     def ingest_conversation(
@@ -171,9 +218,14 @@ class MemoryAPI(Protocol):
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion: ...
     def _sweep(self, request: SweepRequest, *, actor: str) -> SweepReport: ...
     def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion: ...
+    def _revise(self, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult: ...
+    def _delete(self, request: DeleteRequest, *, actor: str) -> DeleteReport: ...
+    def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[ConsolidationReport]: ...
+    def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult: ...
 
 
-def _given(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A keyword method's arguments as its request's fields (lists for sequences; not self, not actor)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items() if k not in ("self", "actor")}
-
+def _given(arguments: dict[str, Any], *path: str) -> dict[str, Any]:
+    """A keyword method's arguments as its request's fields (lists for sequences; not self, not actor,
+    not the id `path` names, which the HTTP path carries)."""
+    left_out = ("self", "actor", *path)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items() if k not in left_out}

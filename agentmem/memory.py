@@ -30,7 +30,17 @@ from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
+from agentmem.operations import (
+    ConsolidateRequest,
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    PinRequest,
+    RecallRequest,
+    RestoreRequest,
+    ReviseRequest,
+    SweepRequest,
+)
 from agentmem.provider import Provider
 from agentmem.recall import pipeline
 from agentmem.recall.candidates import VectorHealth, message
@@ -154,11 +164,9 @@ class Memory(MemoryAPI):
         """
         return writes.remember(self.engine, writes.prepared(self.engine, item, fields), actor=actor)
 
-    def revise(
-        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
-    ) -> RememberResult:
+    def _revise(self, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
         """Write a new version of a current memory; unchanged fields carry over from it."""
-        return writes.revise(self.engine, memory_id, content, reason=reason, actor=actor, changes=changes)
+        return writes.revise(self.engine, memory_id, request, actor=actor)
 
     def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
         """Record a batch of raw observations or events in one transaction: all or nothing.
@@ -268,9 +276,9 @@ class Memory(MemoryAPI):
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion:
         return lifecycle.pin(self.engine, memory_id, request, actor=actor)
 
-    def delete(self, *, reason: str, **how: Any) -> lifecycle.DeleteReport:
+    def _delete(self, request: DeleteRequest, *, actor: str) -> lifecycle.DeleteReport:
         """The governance delete: erase content by ids, lineages or a filter (see agentmem.lifecycle.delete)."""
-        return lifecycle.delete(self.engine, reason=reason, **how)
+        return lifecycle.delete(self.engine, request, actor=actor)
 
     def audit(
         self,
@@ -298,21 +306,13 @@ class Memory(MemoryAPI):
             limit=limit,
         )
 
-    def consolidate(
-        self,
-        projects: Sequence[str] | None = None,
-        *,
-        passes: Sequence[str] = consolidation.PASSES,
-        actor: str = "local",
-    ) -> list[consolidation.ConsolidationReport]:
+    def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[consolidation.ConsolidationReport]:
         """Episodic, semantic and procedural consolidation over each project (see agentmem.consolidate)."""
-        return consolidation.run(self.engine, projects, passes=passes, actor=actor)
+        return consolidation.run(self.engine, request, actor=actor)
 
-    def end_session(self, session: str, *, project: str, actor: str = "local") -> consolidation.EpisodeResult:
+    def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> consolidation.EpisodeResult:
         """A session is over: its observations become one episodic memory (or update it)."""
-        session = validate.name(session, "session", self.config, required=True)  # type: ignore[assignment]
-        project = validate.name(project, "project", self.config, required=True)  # type: ignore[assignment]
-        return consolidation.episode(self.engine, project, session, actor=actor)
+        return consolidation.end_session(self.engine, session, request, actor=actor)
 
     def provenance(self, memory_id: int) -> consolidation.Provenance:
         """The evidence a memory was built from (with their sessions), and the memories built on it."""

@@ -1,9 +1,14 @@
 """The operations' requests, declared once: each is a msgspec Struct, like `NewMemory`.
 
 The HTTP route takes it as its body, `MemoryAPI`'s keyword method builds it (so `Memory` and
-the `Client` share one signature), the CLI and the MCP tool are checked against its fields
-(tests/test_operations.py), and the reference page docs/reference/operations.md is written from
-it. A field added here without the keyword method, the CLI or the docs fails those tests.
+the `Client` share one signature), the CLI's flags (agentmem.flags) and the MCP tool's arguments
+(api.mcp_tools) are made from its fields, and the reference page docs/reference/operations.md is
+written from it. A field added here without the keyword method or the docs fails
+tests/test_operations.py and tests/test_docs.py.
+
+A field's `_about` may also say how a surface shows it: `flag="--from"` names its CLI flag,
+`mcp=False` leaves it out of the MCP tool, `own=True` marks the caller's own project (the CLI's
+default is $AGENTMEM_PROJECT, the service's the token's, the MCP server's the configured one).
 """
 
 from __future__ import annotations
@@ -13,12 +18,12 @@ from typing import Annotated, Any, get_args
 
 import msgspec
 
-from agentmem.records import TimeRange
+from agentmem.records import TimeRange, Triple
 
 
-def _about(text: str) -> msgspec.Meta:
-    """A field's description: in the OpenAPI schema, the CLI's help and docs/reference/operations.md."""
-    return msgspec.Meta(description=text)
+def _about(text: str, **shown: Any) -> msgspec.Meta:
+    """A field's description (the OpenAPI schema, the CLI's help, the MCP tool, the docs) and how surfaces show it."""
+    return msgspec.Meta(description=text, extra=shown or None)
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -58,7 +63,7 @@ class ContextRequest(Request, frozen=True):
 class PinRequest(Request, frozen=True):
     """Exempt a memory (named in the path, or `memory_id` in process) from the sweep, or no longer."""
 
-    pinned: Annotated[bool, _about("false: no longer pinned")] = True
+    pinned: Annotated[bool, _about("false: no longer pinned (the CLI's --off)", flag="--off")] = True
 
 
 class SweepRequest(Request, frozen=True):
@@ -76,6 +81,56 @@ class RestoreRequest(Request, frozen=True):
     ttl_days: Annotated[float | None, _about("expire again after this many days (default: never)")] = None
 
 
+class ReviseRequest(Request, frozen=True):
+    """Write a new version of a current memory (named in the path, or `memory_id`); fields left out carry over."""
+
+    content: Annotated[str, _about("the new version's text")]
+    reason: Annotated[str, _about("why it changed (kept with the old version)")] = "explicit"
+    kind: Annotated[str | None, _about("a new kind")] = None
+    tier: Annotated[str | None, _about("a new tier")] = None
+    title: Annotated[str | None, _about("a new title")] = None
+    key: Annotated[str | None, _about("a new slot, e.g. project.database")] = None
+    triple: Annotated[Triple | None, _about("a new (subject, predicate, object) claim")] = None
+    salience: Annotated[float | None, _about("a new salience, 0 to 1")] = None
+    pinned: Annotated[bool | None, _about("pin or unpin the new version")] = None
+    expires_at: Annotated[datetime | None, _about("a new expiry time (ISO 8601)")] = None
+
+
+class DeleteRequest(Request, frozen=True):
+    """The governance delete: erase content by `ids`, by whole `lineages` or by a filter (not both)."""
+
+    reason: Annotated[str, _about("why it must go (kept in the audit log)", flag="--reason")]
+    ids: Annotated[list[int], _about("these versions")] = []
+    lineages: Annotated[list[int], _about("every version of these lineages (any id of each)")] = []
+    project: Annotated[str | None, _about("filter: this project", mcp=False)] = None
+    kinds: Annotated[list[str], _about("filter: these kinds", mcp=False)] = []
+    created_from: Annotated[
+        datetime | None, _about("filter: created at or after (ISO 8601)", flag="--from", mcp=False)
+    ] = None
+    created_to: Annotated[datetime | None, _about("filter: created before (ISO 8601)", flag="--to", mcp=False)] = None
+    scope: Annotated[
+        list[str] | None, _about("touch only these projects (the caller's own narrower limit)", mcp=False)
+    ] = None
+    dry_run: Annotated[bool, _about("only report what would be deleted")] = False
+
+
+class ConsolidateRequest(Request, frozen=True):
+    """Run episodic, semantic and procedural consolidation over each project."""
+
+    projects: Annotated[
+        list[str] | None, _about("only these projects (default: all; over HTTP, the token's)", flag="--project")
+    ] = None
+    passes: Annotated[list[str], _about("only these passes: episodic, semantic, procedural", flag="--pass")] = (
+        msgspec.field(default_factory=lambda: ["episodic", "semantic", "procedural"])
+    )
+
+
+class EndSessionRequest(Request, frozen=True):
+    """A session (named in the path, or `session`) is over: its observations become one episodic memory."""
+
+    project: Annotated[str | None, _about("the session's project", own=True)] = None
+
+
 REQUESTS: dict[str, type[Request]] = {
     "recall": RecallRequest,
     "search": RecallRequest,
@@ -83,6 +138,10 @@ REQUESTS: dict[str, type[Request]] = {
     "pin": PinRequest,
     "sweep": SweepRequest,
     "restore": RestoreRequest,
+    "revise": ReviseRequest,
+    "delete": DeleteRequest,
+    "consolidate": ConsolidateRequest,
+    "end_session": EndSessionRequest,
 }
 """Each converted operation's request; tests/test_operations.py checks every surface against it."""
 
@@ -95,3 +154,13 @@ def arguments(request: Request) -> dict[str, Any]:
 def description(annotation: Any) -> str:
     """The description given to a field's type with `_about`, or ""."""
     return next((m.description or "" for m in get_args(annotation) if isinstance(m, msgspec.Meta)), "")
+
+
+def shown(annotation: Any) -> dict[str, Any]:
+    """How `_about` said surfaces show a field: `flag`, `mcp`, `own` (empty: the usual way)."""
+    return next((m.extra or {} for m in get_args(annotation) if isinstance(m, msgspec.Meta)), {})
+
+
+def default(field: msgspec.structs.FieldInfo) -> Any:
+    """A field's default value (a fresh one for a list), or msgspec.NODEFAULT when it is required."""
+    return field.default_factory() if field.default_factory is not msgspec.NODEFAULT else field.default

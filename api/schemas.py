@@ -9,7 +9,7 @@ import msgspec
 
 from agentmem.admission.conversation import Message
 from agentmem.audit import AuditEntry
-from agentmem.records import MemoryVersion, Triple
+from agentmem.records import MemoryVersion
 
 
 class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -35,21 +35,6 @@ class ObserveRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class ObserveReply(msgspec.Struct, frozen=True, kw_only=True):
     ids: list[int]  # kept for older clients: the ids of `memories`
     memories: list[MemoryVersion] = []  # the versions created, in request order
-
-
-class ReviseRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A new version of a current memory; omitted fields carry over."""
-
-    content: str
-    reason: str = "explicit"
-    kind: str | None = None
-    tier: str | None = None
-    title: str | None = None
-    key: str | None = None
-    triple: Triple | None = None
-    salience: float | None = None
-    pinned: bool | None = None
-    expires_at: datetime | None = None
 
 
 class Page(msgspec.Struct, frozen=True):
@@ -88,34 +73,9 @@ class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
     message: str | None = None
 
 
-class DeleteRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A governance delete: by ids, by whole lineages, or by a filter; a reason is required."""
-
-    reason: str
-    ids: list[int] = []
-    lineages: list[int] = []
-    project: str | None = None
-    kinds: list[str] = []
-    created_from: datetime | None = None
-    created_to: datetime | None = None
-    scope: list[str] | None = None  # touch only these of the token's projects (a caller's own narrower limit)
-    dry_run: bool = False
-
-
 class AuditPage(msgspec.Struct, frozen=True):
     items: list[AuditEntry]
     next_cursor: int | None
-
-
-class ConsolidateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Which projects (default: the token's) and passes (default: all three) to run."""
-
-    projects: list[str] | None = None
-    passes: list[str] = msgspec.field(default_factory=lambda: ["episodic", "semantic", "procedural"])
-
-
-class EndSessionRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    project: str | None = None
 
 
 class IngestConversationRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -3,7 +3,8 @@
 A place is a signature, a Struct or a forwarding call that spells at least one of the operation's
 arguments by name: the service function, `Memory`, the `MemoryAPI` Protocol, the `Client`, the
 request Struct, the HTTP route, the CLI and the MCP tool. The TypeScript client counts when a
-method lists arguments of its own instead of taking the generated request type.
+method lists arguments of its own instead of taking the generated request type. The id an HTTP
+path carries (`memory_id`, `session`) is not counted on any surface: no Struct holds it.
 
     python scripts/operation_surfaces.py          # a table: operation, count, places
 """
@@ -44,7 +45,7 @@ SURFACES: dict[str, tuple[str, tuple[str, ...], str, str, str, str]] = {
     "audit": ("", (), "audit_log", "audit", "", ""),
     "consolidate": ("agentmem/consolidate.py:run", ("ConsolidateRequest",), "consolidate", "consolidate", "", ""),
     "end_session": (
-        "agentmem/consolidate.py:episode",
+        "agentmem/consolidate.py:end_session",
         ("EndSessionRequest",),
         "end_session",
         "end_session",
@@ -114,7 +115,7 @@ def _calls_naming(tree: ast.AST, method: str, arguments: set[str]) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method:
             if any(k.arg in arguments for k in node.keywords if k.arg):
                 return True
-            if any(isinstance(a, ast.Attribute) for a in node.args):
+            if any(isinstance(a, ast.Attribute) and a.attr in arguments for a in node.args):
                 return True
     return False
 
@@ -152,7 +153,8 @@ def places(op: str) -> list[str]:
     if ts:
         source = (ROOT / "clients/typescript/src/index.ts").read_text()
         m = re.search(rf"^\s*{ts}\((.*)\):", source, re.M)
-        if m and not re.fullmatch(r"\w+: [A-Z]\w+(\[\])?", m.group(1)):
+        taken = re.sub(r"^(memoryId: number|session: string), ", "", m.group(1)) if m else ""  # the path's id
+        if m and not re.fullmatch(r"\w+: [A-Z]\w+(\[\])?( = \{\})?", taken):
             found.append(f"TypeScript {ts}")
     return found
 

@@ -1,8 +1,9 @@
 """Each operation declared once (agentmem.operations): every surface takes its request's fields.
 
-A field added to, renamed in or dropped from a request fails here until the keyword method, the
-CLI and the MCP tool agree; the HTTP route and the TypeScript client take the Struct itself, and
-docs/reference/operations.md is checked by tests/test_docs.py.
+A field added to, renamed in or dropped from a request fails here until the keyword method agrees;
+the CLI's flags and the MCP tool's arguments are made from the Struct (checked here too), the HTTP
+route and the TypeScript client take the Struct itself, and docs/reference/operations.md is
+checked by tests/test_docs.py.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import os
 from typing import Any
 
 import msgspec
@@ -19,20 +21,35 @@ from agentmem.client import Client
 from agentmem.contract import MemoryAPI
 from agentmem.flags import arguments
 from agentmem.memory import Memory
-from agentmem.operations import REQUESTS, PinRequest, RecallRequest, RestoreRequest, SweepRequest
+from agentmem.operations import (
+    REQUESTS,
+    ConsolidateRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    PinRequest,
+    RecallRequest,
+    RestoreRequest,
+    SweepRequest,
+    shown,
+)
+from api import mcp_tools
 from api.mcp_backend import McpSettings
 from api.mcp_server import build_server
 
-NOT_FIELDS = {"self", "actor", "memory_id"}  # the caller's name, and the id the HTTP path carries
+NOT_FIELDS = {"self", "actor", "memory_id", "session"}  # the caller's name, and the id the HTTP path carries
 # recall returns the hits alone, so the older versions `include_history` adds would be dropped
 LEFT_OUT = {"recall": {"include_history"}}
 CLI = {
     "recall": RecallRequest,
     "sweep": SweepRequest,
     "restore": RestoreRequest,
+    "pin": PinRequest,
+    "delete": DeleteRequest,
+    "consolidate": ConsolidateRequest,
+    "end-session": EndSessionRequest,
 }  # CLI commands generated from a request (agentmem.flags)
-MCP = {"recall": "search", "context": "context"}  # MCP tool -> the operation it calls
-MCP_OWN = {"project"}  # every tool takes it; the server checks it against the allowed projects
+MCP = {"recall": "search", "context": "context", "forget": "delete", "end_session": "end_session"}  # tool -> op
+MCP_OWN = {"session"}  # end_session's own argument (over HTTP, in the path)
 
 
 def fields(request: type[msgspec.Struct]) -> dict[str, Any]:
@@ -78,8 +95,11 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.Argument
 def test_the_cli_command_has_a_flag_per_field(command: str) -> None:
     request = CLI[command]
     parser = _subcommand(cli_parser(), command)
-    dests = {a.dest: a.default for a in parser._actions if a.dest not in ("help", "id")}
-    assert dests == {k: None if v is inspect.Parameter.empty else v for k, v in fields(request).items()}
+    dests = {a.dest: a.default for a in parser._actions if a.dest not in ("help", "id", "session")}
+    own = {f.name for f in msgspec.structs.fields(request) if shown(f.type).get("own")}
+    project = os.environ.get("AGENTMEM_PROJECT", "default")  # the caller's own project, on the command line
+    expected = {k: project if k in own else v for k, v in fields(request).items()}
+    assert dests == {k: None if v is inspect.Parameter.empty else v for k, v in expected.items()}
 
 
 def test_the_cli_parses_into_a_valid_request() -> None:
@@ -89,6 +109,24 @@ def test_the_cli_parses_into_a_valid_request() -> None:
     assert request == RecallRequest(query="port", k=3, tiers=["semantic"], include_history=True)
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["delete", "--reason", "gdpr", "--id", "3", "--id", "4", "--from", "2026-01-01T00:00:00Z"],
+         {"reason": "gdpr", "ids": [3, 4], "created_from": "2026-01-01T00:00:00Z"}),
+        (["consolidate", "--pass", "semantic"], {"passes": ["semantic"]}),  # replaces the default, never adds to it
+        (["consolidate"], {}),
+        (["pin", "7", "--off"], {"pinned": False}),
+        (["pin", "7"], {}),
+    ],
+)  # fmt: skip
+def test_the_cli_flags_keep_their_names(argv: list[str], expected: dict[str, Any]) -> None:
+    args = cli_parser().parse_args(argv)
+    request = CLI[argv[0]]
+    parsed = msgspec.convert(arguments(args, request), request, strict=False)
+    assert parsed == msgspec.convert(expected, request, strict=False)
+
+
 @pytest.mark.parametrize("tool", sorted(MCP))
 def test_each_mcp_tool_argument_is_a_field_of_its_request(tool: str) -> None:
     settings = McpSettings(project="p", projects=("p",), session="s", data_dir="/nonexistent")
@@ -96,7 +134,18 @@ def test_each_mcp_tool_argument_is_a_field_of_its_request(tool: str) -> None:
     listed = {t.name: t for t in asyncio.run(server.list_tools())}
     params = set(listed[tool].input_schema["properties"]) - MCP_OWN
     request = REQUESTS[MCP[tool]]
+    assert params == {f.name for f in mcp_tools.fields(request)}
     assert params <= set(fields(request)), params - set(fields(request))
+
+
+def test_an_mcp_tool_argument_has_its_fields_description_and_default() -> None:
+    settings = McpSettings(project="p", projects=("p",), session="s", data_dir="/nonexistent")
+    server, _ = build_server(settings, opener=lambda: None)  # type: ignore[arg-type,return-value]
+    recall = {t.name: t for t in asyncio.run(server.list_tools())}["recall"].input_schema
+    assert recall["required"] == ["query"]
+    assert recall["properties"]["k"]["default"] == 10 and "max_k" in recall["properties"]["k"]["description"]
+    assert "configured project" in recall["properties"]["project"]["description"]
+    assert "$ref" not in str(recall)  # the time range's shape is written out
 
 
 def test_include_history_is_on_every_recall_surface() -> None:

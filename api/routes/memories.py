@@ -11,9 +11,10 @@ from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from agentmem import NewMemory, RememberResult, ValidationError
+from agentmem.operations import ReviseRequest, arguments
 from agentmem.records import MemoryVersion
 from api.deps import Mem, Who, digits_only, visible
-from api.schemas import ObserveReply, ObserveRequest, Page, ReviseRequest
+from api.schemas import ObserveReply, ObserveRequest, Page
 
 
 @post("/v1/memories", summary="Remember: create, reinforce or supersede")
@@ -72,10 +73,7 @@ def history(memory_id: FromPath[int], who: Who, mem: Mem) -> list[MemoryVersion]
 def revise(memory_id: FromPath[int], data: JSONBody[ReviseRequest], who: Who, mem: Mem) -> RememberResult:
     who.require("write")
     visible(mem, who, memory_id)
-    changes = {
-        k: v for k, v in msgspec.structs.asdict(data).items() if v is not None and k not in ("content", "reason")
-    }
-    return mem.revise(memory_id, data.content, reason=data.reason, actor=who.name, **changes)
+    return mem.revise(memory_id, **arguments(data), actor=who.name)
 
 
 @get(

@@ -776,7 +776,9 @@ export interface components {
         };
         /** ConsolidateRequest */
         ConsolidateRequest: {
+            /** @description only these projects (default: all; over HTTP, the token's) */
             projects?: string[] | null;
+            /** @description only these passes: episodic, semantic, procedural */
             passes?: string[];
         };
         /** ConsolidationReport */
@@ -830,19 +832,31 @@ export interface components {
         };
         /** DeleteRequest */
         DeleteRequest: {
+            /** @description why it must go (kept in the audit log) */
             reason: string;
+            /** @description these versions */
             ids?: number[];
+            /** @description every version of these lineages (any id of each) */
             lineages?: number[];
+            /** @description filter: this project */
             project?: string | null;
+            /** @description filter: these kinds */
             kinds?: string[];
+            /** @description filter: created at or after (ISO 8601) */
             created_from?: string | null;
+            /** @description filter: created before (ISO 8601) */
             created_to?: string | null;
+            /** @description touch only these projects (the caller's own narrower limit) */
             scope?: string[] | null;
-            /** @default false */
+            /**
+             * @description only report what would be deleted
+             * @default false
+             */
             dry_run?: boolean;
         };
         /** EndSessionRequest */
         EndSessionRequest: {
+            /** @description the session's project */
             project?: string | null;
         };
         /** EpisodeResult */
@@ -1036,7 +1050,7 @@ export interface components {
         /** PinRequest */
         PinRequest: {
             /**
-             * @description false: no longer pinned
+             * @description false: no longer pinned (the CLI's --off)
              * @default true
              */
             pinned?: boolean;
@@ -1146,16 +1160,28 @@ export interface components {
         };
         /** ReviseRequest */
         ReviseRequest: {
+            /** @description the new version's text */
             content: string;
-            /** @default explicit */
+            /**
+             * @description why it changed (kept with the old version)
+             * @default explicit
+             */
             reason?: string;
+            /** @description a new kind */
             kind?: string | null;
+            /** @description a new tier */
             tier?: string | null;
+            /** @description a new title */
             title?: string | null;
+            /** @description a new slot, e.g. project.database */
             key?: string | null;
+            /** @description a new (subject, predicate, object) claim */
             triple?: components["schemas"]["Triple"] | null;
+            /** @description a new salience, 0 to 1 */
             salience?: number | null;
+            /** @description pin or unpin the new version */
             pinned?: boolean | null;
+            /** @description a new expiry time (ISO 8601) */
             expires_at?: string | null;
         };
         /** ScanItem */
