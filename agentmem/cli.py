@@ -22,6 +22,7 @@ from agentmem.operations import (
     DeleteRequest,
     EndSessionRequest,
     PinRequest,
+    RebuildRequest,
     RecallRequest,
     RestoreRequest,
     SweepRequest,
@@ -80,8 +81,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
 
     sub.add_parser("stats", help="counts over the store and indexes")
     sub.add_parser("check", help="compare index ids with DuckDB (exit 1 when they differ)")
-    b = sub.add_parser("rebuild", help="rebuild the indexes from DuckDB")
-    b.add_argument("--only", choices=["bm25", "vectors"])
+    add_flags(sub.add_parser("rebuild", help="rebuild the indexes from DuckDB"), RebuildRequest)
     e = sub.add_parser("export", help="write every version and link as JSON Lines")
     e.add_argument("file", nargs="?", default="-", help="output file, - for stdout")
     i = sub.add_parser("import", help="load a JSON Lines export into this data directory")
@@ -211,7 +211,7 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
             s = mem.stats()
             _out(args, s, "\n".join(f"{k}: {v}" for k, v in msgspec.structs.asdict(s).items()))
         elif cmd in ("check", "rebuild"):
-            report = mem.check() if cmd == "check" else mem.rebuild([args.only] if args.only else ("bm25", "vectors"))
+            report = mem.check() if cmd == "check" else mem.rebuild(**arguments(args, RebuildRequest))
             text = [f"expected {report.expected} latest active memories"]
             for r in report.indexes:
                 text.append(f"{r.name}: {r.count} ids, {len(r.missing)} missing, {len(r.extra)} extra")

@@ -31,6 +31,7 @@ from agentmem.operations import (
     DeleteRequest,
     EndSessionRequest,
     PinRequest,
+    RebuildRequest,
     RecallRequest,
     Request,
     RestoreRequest,
@@ -39,7 +40,6 @@ from agentmem.operations import (
 )
 from agentmem.records import MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention
-from agentmem.validate import as_new_memory
 from indexes.sync import Consistency
 
 T = TypeVar("T")
@@ -136,10 +136,7 @@ class Client(MemoryAPI):
 
     # -- writing ------------------------------------------------------------
 
-    def remember(
-        self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
-    ) -> RememberResult:
-        new = as_new_memory(item, fields)
+    def _remember(self, new: NewMemory, *, actor: str) -> RememberResult:
         body = {k: v for k, v in self._json(new).items() if v is not None and v != []}
         return self._call("POST", "/v1/memories", RememberResult, json=body)  # type: ignore[no-any-return]
 
@@ -198,9 +195,9 @@ class Client(MemoryAPI):
     def check(self) -> Consistency:
         return self._call("POST", "/v1/check", Consistency)  # type: ignore[no-any-return]
 
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
-        """Start an online rebuild of `which` and wait for it."""
-        self._call("POST", "/v1/rebuild", json={"which": list(which)})
+    def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency:
+        """Start an online rebuild and wait for it."""
+        self._call("POST", "/v1/rebuild", content=_body(request), headers=_JSON)
         while (status := self._call("GET", "/v1/rebuild", _Rebuild)).state == "running":
             time.sleep(self.poll_seconds)
         if status.state != "done":

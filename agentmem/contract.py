@@ -32,6 +32,7 @@ from agentmem.operations import (
     DeleteRequest,
     EndSessionRequest,
     PinRequest,
+    RebuildRequest,
     RecallRequest,
     RestoreRequest,
     ReviseRequest,
@@ -39,6 +40,7 @@ from agentmem.operations import (
 )
 from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange, Triple
 from agentmem.retention import Retention
+from agentmem.validate import as_new_memory
 from indexes.sync import Consistency
 
 
@@ -48,7 +50,14 @@ class MemoryAPI(Protocol):
     # -- writing
     def remember(
         self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
-    ) -> RememberResult: ...
+    ) -> RememberResult:
+        """Store a memory: create it, reinforce the same memory, or supersede the one it replaces.
+
+        Takes a `NewMemory`, or its fields as keywords (content first or as `content=`). `actor`
+        names the caller in the audit log when the memory supersedes another.
+        """
+        return self._remember(as_new_memory(item, fields), actor=actor)
+
     def revise(
         self,
         memory_id: int,
@@ -137,7 +146,10 @@ class MemoryAPI(Protocol):
     # -- upkeep
     def stats(self, projects: Sequence[str] | None = None) -> Stats: ...
     def check(self) -> Consistency: ...
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency: ...
+    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
+        """Rebuild indexes from the store of record while recall keeps serving (see `RebuildRequest`)."""
+        return self._rebuild(RebuildRequest(**_given(locals())), actor=actor)
+
     def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]: ...
     def import_lines(self, lines: Iterable[bytes | str]) -> int: ...
 
@@ -213,6 +225,7 @@ class MemoryAPI(Protocol):
     def close(self) -> None: ...
 
     # -- what Memory and Client each do with an operation's request (the keyword methods above build it)
+    def _remember(self, new: NewMemory, *, actor: str) -> RememberResult: ...
     def _search(self, request: RecallRequest) -> Recalled: ...
     def _context(self, request: ContextRequest) -> Context: ...
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion: ...
@@ -222,6 +235,7 @@ class MemoryAPI(Protocol):
     def _delete(self, request: DeleteRequest, *, actor: str) -> DeleteReport: ...
     def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[ConsolidationReport]: ...
     def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult: ...
+    def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency: ...
 
 
 def _given(arguments: dict[str, Any], *path: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Command-line flags from an operation's request Struct (agentmem.operations): one per field.
 
 A required field is positional (a flag, required, when `_about` names one), a one-letter name is
-`-k`, a list is a repeatable flag named in the singular (`tiers` -> `--tier`), a bool is a switch
+`-k`, a list is a repeatable flag named in the singular (`tiers` -> `--tier`; a list of literals
+offers them as its choices), a bool is a switch
 (`--off`-like, storing false, when it defaults to true); the help is the field's description. The
 caller's own project (`own=True`) defaults to $AGENTMEM_PROJECT, else "default".
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from types import UnionType
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 import msgspec
 
@@ -56,8 +57,10 @@ def add_flags(parser: argparse.ArgumentParser, request: type[Request]) -> None:
             parser.add_argument(flag, dest=f.name, action=action, help=text)
         elif is_list:
             item = get_args(base)[0] if get_args(base) else str
-            parser.add_argument(flag, dest=f.name, metavar=flag.lstrip("-").upper(), action=_Append, default=value,
-                                type=item if item in (int, float) else str, help=text)  # fmt: skip
+            choices = get_args(item) if get_origin(item) is Literal else None
+            metavar = None if choices else flag.lstrip("-").upper()
+            parser.add_argument(flag, dest=f.name, metavar=metavar, action=_Append, default=value,
+                                type=item if item in (int, float) else str, choices=choices, help=text)  # fmt: skip
         else:
             kind = base if base in (int, float) else str
             parser.add_argument(flag, dest=f.name, type=kind, default=value, help=text)

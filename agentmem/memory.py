@@ -36,6 +36,7 @@ from agentmem.operations import (
     DeleteRequest,
     EndSessionRequest,
     PinRequest,
+    RebuildRequest,
     RecallRequest,
     RestoreRequest,
     ReviseRequest,
@@ -154,15 +155,9 @@ class Memory(MemoryAPI):
 
     # -- writing -----------------------------------------------------------
 
-    def remember(
-        self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
-    ) -> RememberResult:
-        """Store a memory: create it, reinforce the same memory, or supersede the one it replaces.
-
-        Takes a `NewMemory`, or its fields as keywords (content first or as `content=`). `actor`
-        names the caller in the audit log when the memory supersedes another.
-        """
-        return writes.remember(self.engine, writes.prepared(self.engine, item, fields), actor=actor)
+    def _remember(self, new: NewMemory, *, actor: str) -> RememberResult:
+        """Create, reinforce or supersede (see agentmem.writes)."""
+        return writes.remember(self.engine, writes.prepared(self.engine, new, {}), actor=actor)
 
     def _revise(self, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
         """Write a new version of a current memory; unchanged fields carry over from it."""
@@ -327,9 +322,9 @@ class Memory(MemoryAPI):
         """Ids in each index against the latest active ids in DuckDB, and the store's own invariants."""
         return self.engine.check()
 
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
+    def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency:
         """Rebuild indexes from DuckDB (no re-embedding) while the engine stays open."""
-        return self.engine.rebuild(list(which), actor=actor)
+        return self.engine.rebuild(list(request.which), actor=actor)
 
     def stats(self, projects: Sequence[str] | None = None) -> Stats:
         """Counts over the store and the indexes; within `projects` when given, every figure

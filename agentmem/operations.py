@@ -14,7 +14,7 @@ default is $AGENTMEM_PROJECT, the service's the token's, the MCP server's the co
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -131,6 +131,14 @@ class EndSessionRequest(Request, frozen=True):
     project: Annotated[str | None, _about("the session's project", own=True)] = None
 
 
+class RebuildRequest(Request, frozen=True):
+    """Rebuild indexes from the store of record (no re-embedding) while recall keeps serving."""
+
+    which: Annotated[
+        list[Literal["bm25", "vectors"]], msgspec.Meta(min_length=1), _about("which indexes", flag="--only")
+    ] = msgspec.field(default_factory=lambda: ["bm25", "vectors"])
+
+
 REQUESTS: dict[str, type[Request]] = {
     "recall": RecallRequest,
     "search": RecallRequest,
@@ -142,6 +150,7 @@ REQUESTS: dict[str, type[Request]] = {
     "delete": DeleteRequest,
     "consolidate": ConsolidateRequest,
     "end_session": EndSessionRequest,
+    "rebuild": RebuildRequest,
 }
 """Each converted operation's request; tests/test_operations.py checks every surface against it."""
 
@@ -153,12 +162,12 @@ def arguments(request: Request) -> dict[str, Any]:
 
 def description(annotation: Any) -> str:
     """The description given to a field's type with `_about`, or ""."""
-    return next((m.description or "" for m in get_args(annotation) if isinstance(m, msgspec.Meta)), "")
+    return next((m.description for m in get_args(annotation) if isinstance(m, msgspec.Meta) and m.description), "")
 
 
 def shown(annotation: Any) -> dict[str, Any]:
     """How `_about` said surfaces show a field: `flag`, `mcp`, `own` (empty: the usual way)."""
-    return next((m.extra or {} for m in get_args(annotation) if isinstance(m, msgspec.Meta)), {})
+    return next((m.extra for m in get_args(annotation) if isinstance(m, msgspec.Meta) and m.extra), {})
 
 
 def default(field: msgspec.structs.FieldInfo) -> Any:

@@ -23,13 +23,13 @@ from agentmem.errors import (
     StoreLockedError,
     ValidationError,
 )
-from agentmem.operations import ContextRequest, DeleteRequest, EndSessionRequest, RecallRequest, Request, arguments
+from agentmem.operations import ContextRequest, DeleteRequest, EndSessionRequest, RecallRequest, arguments
 from agentmem.records import NewMemory
 from api.mcp_backend import McpSettings, Scoped, memory_view
 from api.mcp_tools import add_tool
 
 T = TypeVar("T")
-R = TypeVar("R", bound=Request)
+R = TypeVar("R", bound=msgspec.Struct)
 
 INSTRUCTIONS = """\
 agentmem is your long-term memory for this project. It keeps one current version of each fact and the
@@ -49,6 +49,9 @@ ProjectArg = Annotated[
 ]
 
 
+REMEMBER = """Store a durable memory. agentmem decides whether it is new (created), says the same as a current
+memory (reinforced), or replaces one (superseded: same key, same subject and predicate, or the same
+statement with a new value). The reply says which, and lists near duplicates worth checking."""
 RECALL = """Search memories, best first: current ones only (superseded versions never come back unless
 `include_superseded`), or with `as_of` the versions that were valid at that time. `has_history` marks
 memories that replaced older versions; read them with `history` (or ask for them with `include_history`).
@@ -100,34 +103,10 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
         except AgentMemError as exc:
             raise _fail(exc, settings) from exc
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
-    def remember(
-        content: Annotated[str, Field(min_length=1, description="The memory as one self-contained sentence.")],
-        kind: Annotated[
-            str,
-            Field(description="fact, preference, decision, config, identity, lesson, procedure, event or observation"),
-        ] = "fact",
-        key: Annotated[
-            str | None,
-            Field(
-                description="A stable slot such as 'db.engine' or 'user.editor'. Remembering the same key again "
-                "supersedes the old value (kept in history). Use one for anything that may change."
-            ),  # fmt: skip
-        ] = None,
-        title: Annotated[str | None, Field(description="A short title (optional).")] = None,
-        ttl_days: Annotated[
-            float | None, Field(gt=0, le=36500, description="Forget automatically after this many days.")
-        ] = None,
-        project: ProjectArg = None,
-    ) -> dict[str, Any]:
-        """Store a durable memory. agentmem decides whether it is new (created), says the same as a current
-        memory (reinforced), or replaces one (superseded: same key, same subject and predicate, or the same
-        statement with a new value). The reply says which, and lists near duplicates worth checking."""
-
+    def remember(new: NewMemory) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            where = scoped.project(project)
-            item = NewMemory(content=content, project=where, kind=kind, key=key, title=title, ttl_days=ttl_days,
-                             agent=settings.agent, session=settings.session, source="mcp")  # fmt: skip
+            item = msgspec.structs.replace(own_project(new), agent=settings.agent, session=settings.session,
+                                           source="mcp")  # fmt: skip
             r = scoped.open().remember(item, actor=actor)
             reply: dict[str, Any] = {"outcome": r.outcome, "memory": memory_view(r.memory)}
             if r.superseded_id is not None:
@@ -137,6 +116,9 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
             return reply
 
         return call(run)
+
+    add_tool(server, NewMemory, remember, name="remember", description=REMEMBER,
+             annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))  # fmt: skip
 
     def recall(request: RecallRequest) -> dict[str, Any]:
         def run() -> dict[str, Any]:

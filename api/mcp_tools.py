@@ -1,4 +1,4 @@
-"""MCP tools made from an operation's request Struct (agentmem.operations).
+"""MCP tools made from an operation's request Struct (agentmem.operations, or `NewMemory`).
 
 A tool's arguments are the request's fields (less those `_about` marks `mcp=False`), with the
 Struct's types, defaults and descriptions as its JSON schema; a call's arguments are converted to
@@ -17,9 +17,9 @@ import msgspec
 from pydantic import Field, WithJsonSchema
 
 from agentmem.errors import ValidationError
-from agentmem.operations import Request, default, shown
+from agentmem.operations import default, shown
 
-R = TypeVar("R", bound=Request)
+R = TypeVar("R", bound=msgspec.Struct)
 PROJECT = "Leave empty: the configured project is used. Only projects this server allows are accepted."
 _AT = re.compile(r"^(?P<what>.*?) - at `\$\.?(?P<path>[^`]*)`$")
 
@@ -35,12 +35,12 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
     return schema
 
 
-def fields(request: type[Request]) -> list[msgspec.structs.FieldInfo]:
+def fields(request: type[msgspec.Struct]) -> list[msgspec.structs.FieldInfo]:
     """The request's fields a tool takes."""
     return [f for f in msgspec.structs.fields(request) if shown(f.type).get("mcp", True)]
 
 
-def parameters(request: type[Request]) -> list[inspect.Parameter]:
+def parameters(request: type[msgspec.Struct]) -> list[inspect.Parameter]:
     """One keyword parameter per tool argument, its JSON schema the Struct's (for the SDK's tool schema)."""
     whole = msgspec.json.schema(request)
     defs = whole["$defs"]

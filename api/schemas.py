@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
 
 import msgspec
 
@@ -56,14 +55,6 @@ class ErrorReply(msgspec.Struct, frozen=True):
 
 class ImportReply(msgspec.Struct, frozen=True):
     imported: int
-
-
-class RebuildRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Which indexes to rebuild (default: both)."""
-
-    which: Annotated[list[Literal["bm25", "vectors"]], msgspec.Meta(min_length=1)] = msgspec.field(
-        default_factory=lambda: ["bm25", "vectors"]
-    )
 
 
 class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):

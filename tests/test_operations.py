@@ -27,11 +27,13 @@ from agentmem.operations import (
     DeleteRequest,
     EndSessionRequest,
     PinRequest,
+    RebuildRequest,
     RecallRequest,
     RestoreRequest,
     SweepRequest,
     shown,
 )
+from agentmem.records import NewMemory
 from api import mcp_tools
 from api.mcp_backend import McpSettings
 from api.mcp_server import build_server
@@ -47,6 +49,7 @@ CLI = {
     "delete": DeleteRequest,
     "consolidate": ConsolidateRequest,
     "end-session": EndSessionRequest,
+    "rebuild": RebuildRequest,
 }  # CLI commands generated from a request (agentmem.flags)
 MCP = {"recall": "search", "context": "context", "forget": "delete", "end_session": "end_session"}  # tool -> op
 MCP_OWN = {"session"}  # end_session's own argument (over HTTP, in the path)
@@ -118,6 +121,8 @@ def test_the_cli_parses_into_a_valid_request() -> None:
         (["consolidate"], {}),
         (["pin", "7", "--off"], {"pinned": False}),
         (["pin", "7"], {}),
+        (["rebuild", "--only", "bm25"], {"which": ["bm25"]}),
+        (["rebuild"], {}),
     ],
 )  # fmt: skip
 def test_the_cli_flags_keep_their_names(argv: list[str], expected: dict[str, Any]) -> None:
@@ -146,6 +151,16 @@ def test_an_mcp_tool_argument_has_its_fields_description_and_default() -> None:
     assert recall["properties"]["k"]["default"] == 10 and "max_k" in recall["properties"]["k"]["description"]
     assert "configured project" in recall["properties"]["project"]["description"]
     assert "$ref" not in str(recall)  # the time range's shape is written out
+
+
+def test_remember_is_new_memory_on_every_surface() -> None:
+    """The keyword method takes NewMemory's fields as keywords; the MCP tool those the host does not fill in."""
+    assert Memory.remember is MemoryAPI.remember and Client.remember is MemoryAPI.remember
+    settings = McpSettings(project="p", projects=("p",), session="s", data_dir="/nonexistent")
+    server, _ = build_server(settings, opener=lambda: None)  # type: ignore[arg-type,return-value]
+    tool = {t.name: t for t in asyncio.run(server.list_tools())}["remember"]
+    host = {"agent", "session", "source", "source_ref", "source_ids"}
+    assert set(tool.input_schema["properties"]) == set(NewMemory.__struct_fields__) - host
 
 
 def test_include_history_is_on_every_recall_surface() -> None:

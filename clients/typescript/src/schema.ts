@@ -976,28 +976,56 @@ export interface components {
         };
         /** NewMemory */
         NewMemory: {
+            /** @description the memory, as one self-contained sentence */
             content: string;
+            /** @description the project it belongs to */
             project?: string | null;
-            /** @default fact */
+            /**
+             * @description fact, preference, decision, config, identity, lesson, procedure, event or observation
+             * @default fact
+             */
             kind?: string;
-            /** @default semantic */
+            /**
+             * @description working, episodic, semantic or procedural
+             * @default semantic
+             */
             tier?: string;
+            /** @description a short title */
             title?: string | null;
+            /** @description a stable slot such as 'db.engine' or 'user.editor': remembering the same key again supersedes the old value (kept in history); use one for anything that may change */
             key?: string | null;
+            /** @description a (subject, predicate, object) claim: a new object for the same two supersedes */
             triple?: components["schemas"]["Triple"] | null;
+            /** @description the agent that learned it */
             agent?: string | null;
+            /** @description the session it was learned in */
             session?: string | null;
-            /** @default api */
+            /**
+             * @description what recorded it: api, cli, mcp, ...
+             * @default api
+             */
             source?: string;
+            /** @description where in the source, e.g. file:line */
             source_ref?: string | null;
+            /** @description the memories it was derived from (its evidence) */
             source_ids?: number[];
-            /** @default 0.5 */
+            /**
+             * @description how much it matters, 0 to 1
+             * @default 0.5
+             */
             salience?: number;
+            /** @description how sure, 0 to 1 (default from its kind) */
             confidence?: number | null;
+            /** @description since when it holds (ISO 8601; default now) */
             valid_from?: string | null;
+            /** @description when it expires (ISO 8601) */
             expires_at?: string | null;
+            /** @description expire after this many days */
             ttl_days?: number | null;
-            /** @default false */
+            /**
+             * @description never archived by the sweep
+             * @default false
+             */
             pinned?: boolean;
         };
         /** Observation */
@@ -1074,6 +1102,7 @@ export interface components {
         };
         /** RebuildRequest */
         RebuildRequest: {
+            /** @description which indexes */
             which?: ("bm25" | "vectors")[];
         };
         /** RebuildStatus */
