@@ -30,6 +30,7 @@ from agentmem.operations import (
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
+    IngestPathRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -292,17 +293,10 @@ class Client(MemoryAPI):
             report = msgspec.structs.replace(report, skipped=dict(sorted(merged.items())))
         return report  # type: ignore[no-any-return]
 
-    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """Notes under `path` on the service's machine (admin token). Options: dry_run, agent."""
-        return self._ingest_path("notes", path, project, _options("ingest_notes", options, ("dry_run", "agent")))
-
-    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """A source tree under `path` on the service's machine (admin token). Options: dry_run, agent."""
-        return self._ingest_path("code", path, project, _options("ingest_code", options, ("dry_run", "agent")))
-
-    def _ingest_path(self, what: str, path: str | Path, project: str | None, body: dict[str, Any]) -> ScanReport:
-        body |= {"path": str(path), "project": project}
-        return self._call("POST", f"/v1/ingest/{what}", ScanReport, json=body)  # type: ignore[no-any-return]
+    def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport:
+        """Notes or a source tree under `path` on the service's machine (admin token)."""
+        path = f"/v1/ingest/{what}"
+        return self._call("POST", path, ScanReport, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
     def health(self) -> bool:
         try:

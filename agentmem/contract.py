@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from agentmem.admission.scan import ScanReport
@@ -31,6 +31,7 @@ from agentmem.operations import (
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
+    IngestPathRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -219,8 +220,33 @@ class MemoryAPI(Protocol):
     def ingest_conversation(
         self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
     ) -> ScanReport: ...
-    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport: ...
-    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport: ...
+    def ingest_notes(
+        self,
+        path: str | Path,
+        *,
+        project: str | None = None,
+        dry_run: bool = False,
+        agent: str | None = None,
+        actor: str = "local",
+        progress: bool = False,
+    ) -> ScanReport:
+        """A directory of Markdown notes through the admission policy (see `IngestPathRequest`);
+        `progress` shows a bar in process."""
+        return self._ingest_path("notes", IngestPathRequest(**_given(locals(), "progress")), actor, progress)
+
+    def ingest_code(
+        self,
+        path: str | Path,
+        *,
+        project: str | None = None,
+        dry_run: bool = False,
+        agent: str | None = None,
+        actor: str = "local",
+        progress: bool = False,
+    ) -> ScanReport:
+        """A source tree's declarations and documentation through the admission policy (see
+        `IngestPathRequest`); `progress` shows a bar in process."""
+        return self._ingest_path("code", IngestPathRequest(**_given(locals(), "progress")), actor, progress)
 
     def close(self) -> None: ...
 
@@ -236,10 +262,12 @@ class MemoryAPI(Protocol):
     def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[ConsolidationReport]: ...
     def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult: ...
     def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency: ...
+    def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport: ...
 
 
 def _given(arguments: dict[str, Any], *path: str) -> dict[str, Any]:
     """A keyword method's arguments as its request's fields (lists for sequences; not self, not actor,
     not the id `path` names, which the HTTP path carries)."""
     left_out = ("self", "actor", *path)
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items() if k not in left_out}
+    plain = {k: str(v) if isinstance(v, PurePath) else v for k, v in arguments.items() if k not in left_out}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in plain.items()}

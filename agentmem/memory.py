@@ -35,6 +35,7 @@ from agentmem.operations import (
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
+    IngestPathRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -364,10 +365,7 @@ class Memory(MemoryAPI):
         use_provider (the configured provider proposes claims too; the same policy judges them)."""
         return admission.ingest_conversation(self.engine, conversation, project=project, **options)
 
-    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """A directory of Markdown notes through the admission policy (`file:line` provenance)."""
-        return admission.ingest_notes(self.engine, path, project=project, **options)
-
-    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """A source tree's declarations and their documentation through the admission policy."""
-        return admission.ingest_code(self.engine, path, project=project, **options)
+    def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport:
+        """Notes (`file:line` provenance) or a source tree's declarations through the admission policy."""
+        scan = admission.ingest_notes if what == "notes" else admission.ingest_code
+        return scan(self.engine, request, actor=actor, progress=progress)

@@ -139,6 +139,16 @@ class RebuildRequest(Request, frozen=True):
     ] = msgspec.field(default_factory=lambda: ["bm25", "vectors"])
 
 
+class IngestPathRequest(Request, frozen=True):
+    """Notes or a source tree under `path` through the admission policy (over HTTP, a directory on the
+    server's machine under one of its ingest_roots, for an admin token)."""
+
+    path: Annotated[str, _about("the directory to read")]
+    project: Annotated[str | None, _about("the project its memories go to", own=True)] = None
+    dry_run: Annotated[bool, _about("admit nothing; list what would be admitted and why not")] = False
+    agent: Annotated[str | None, _about("the agent recorded on its memories")] = None
+
+
 REQUESTS: dict[str, type[Request]] = {
     "recall": RecallRequest,
     "search": RecallRequest,
@@ -151,6 +161,8 @@ REQUESTS: dict[str, type[Request]] = {
     "consolidate": ConsolidateRequest,
     "end_session": EndSessionRequest,
     "rebuild": RebuildRequest,
+    "ingest_notes": IngestPathRequest,
+    "ingest_code": IngestPathRequest,
 }
 """Each converted operation's request; tests/test_operations.py checks every surface against it."""
 

@@ -79,12 +79,3 @@ class IngestConversationRequest(msgspec.Struct, frozen=True, kw_only=True, forbi
     dry_run: bool = False
     agent: str | None = None
     use_provider: bool = False  # the configured text provider proposes claims too (the policy still judges)
-
-
-class IngestPathRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A directory on the server (notes or a source tree) for the admission policy."""
-
-    path: str
-    project: str | None = None
-    dry_run: bool = False
-    agent: str | None = None

@@ -143,9 +143,9 @@ def places(op: str) -> list[str]:
         for fn in _functions(tree, route):
             if _params(fn) & arguments - {"memory_id", "session"} or _calls_naming(fn, cli_call, arguments):
                 found.append(f"route {file.stem}.{route}")
-    cli = _tree("agentmem/cli.py")
-    if _calls_naming(cli, cli_call, arguments):
-        found.append("agentmem/cli.py")
+    for path in ("agentmem/cli.py", "agentmem/admission/cli.py"):  # `agentmem ingest` is the latter's
+        if _calls_naming(_tree(path), cli_call, arguments):
+            found.append(path)
     if tool:
         mcp = _tree("api/mcp_server.py")
         if any(_params(f) & arguments for f in _functions(mcp, tool)) or _calls_naming(mcp, op, arguments):

@@ -26,6 +26,7 @@ from agentmem.operations import (
     ConsolidateRequest,
     DeleteRequest,
     EndSessionRequest,
+    IngestPathRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -38,7 +39,8 @@ from api import mcp_tools
 from api.mcp_backend import McpSettings
 from api.mcp_server import build_server
 
-NOT_FIELDS = {"self", "actor", "memory_id", "session"}  # the caller's name, and the id the HTTP path carries
+# the caller's name, the id the HTTP path carries, and a progress bar (in process only)
+NOT_FIELDS = {"self", "actor", "memory_id", "session", "progress"}
 # recall returns the hits alone, so the older versions `include_history` adds would be dropped
 LEFT_OUT = {"recall": {"include_history"}}
 CLI = {
@@ -50,6 +52,8 @@ CLI = {
     "consolidate": ConsolidateRequest,
     "end-session": EndSessionRequest,
     "rebuild": RebuildRequest,
+    "ingest notes": IngestPathRequest,
+    "ingest code": IngestPathRequest,
 }  # CLI commands generated from a request (agentmem.flags)
 MCP = {"recall": "search", "context": "context", "forget": "delete", "end_session": "end_session"}  # tool -> op
 MCP_OWN = {"session"}  # end_session's own argument (over HTTP, in the path)
@@ -97,8 +101,11 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.Argument
 @pytest.mark.parametrize("command", sorted(CLI))
 def test_the_cli_command_has_a_flag_per_field(command: str) -> None:
     request = CLI[command]
-    parser = _subcommand(cli_parser(), command)
-    dests = {a.dest: a.default for a in parser._actions if a.dest not in ("help", "id", "session")}
+    parser = cli_parser()
+    for name in command.split():  # "ingest notes": a subcommand of a subcommand
+        parser = _subcommand(parser, name)
+    shown_only = ("help", "id", "session", "show_rejected")  # the path's id; how the CLI shows a report
+    dests = {a.dest: a.default for a in parser._actions if a.dest not in shown_only}
     own = {f.name for f in msgspec.structs.fields(request) if shown(f.type).get("own")}
     project = os.environ.get("AGENTMEM_PROJECT", "default")  # the caller's own project, on the command line
     expected = {k: project if k in own else v for k, v in fields(request).items()}
@@ -123,11 +130,13 @@ def test_the_cli_parses_into_a_valid_request() -> None:
         (["pin", "7"], {}),
         (["rebuild", "--only", "bm25"], {"which": ["bm25"]}),
         (["rebuild"], {}),
+        (["ingest", "notes", "/srv/notes", "--dry-run", "--project", "shop"],
+         {"path": "/srv/notes", "dry_run": True, "project": "shop"}),
     ],
 )  # fmt: skip
 def test_the_cli_flags_keep_their_names(argv: list[str], expected: dict[str, Any]) -> None:
     args = cli_parser().parse_args(argv)
-    request = CLI[argv[0]]
+    request = CLI[" ".join(argv[:2]) if argv[0] == "ingest" else argv[0]]
     parsed = msgspec.convert(arguments(args, request), request, strict=False)
     assert parsed == msgspec.convert(expected, request, strict=False)
 

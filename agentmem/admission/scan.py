@@ -27,6 +27,7 @@ from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter
+from agentmem.operations import IngestPathRequest
 from agentmem.records import NewMemory
 from agentmem.text import sha256
 
@@ -328,16 +329,14 @@ def ingest_conversation(
 
 def ingest_notes(
     mem: Engine,
-    path: str | Path,
+    request: IngestPathRequest,
     *,
-    project: str | None,
-    dry_run: bool = False,
-    agent: str | None = None,
     actor: str = "local",
     progress: bool = False,
     max_bytes: int = files.MAX_FILE_BYTES,
 ) -> ScanReport:
     """A directory of Markdown notes through the policy, each admitted memory keeping `file:line`."""
+    path = request.path
 
     def body(scan: Scan) -> None:
         for rel, text in _bar(files.walk(path, notes.SUFFIXES, scan.skipped, max_bytes=max_bytes), progress, "notes"):
@@ -346,21 +345,19 @@ def ingest_notes(
                 scan.offer(c)
 
     validate.path(path)
-    return run(mem, "note", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)
+    return run(mem, "note", str(path), request.project, body, dry_run=request.dry_run, actor=actor, agent=request.agent)
 
 
 def ingest_code(
     mem: Engine,
-    path: str | Path,
+    request: IngestPathRequest,
     *,
-    project: str | None,
-    dry_run: bool = False,
-    agent: str | None = None,
     actor: str = "local",
     progress: bool = False,
     max_bytes: int = files.MAX_FILE_BYTES,
 ) -> ScanReport:
     """A source tree's declarations and documentation through the policy, with `file:line`."""
+    path = request.path
 
     def body(scan: Scan) -> None:
         for rel, text in _bar(files.walk(path, code.SUFFIXES, scan.skipped, max_bytes=max_bytes), progress, "files"):
@@ -373,4 +370,4 @@ def ingest_code(
                 scan.offer(c)
 
     validate.path(path)
-    return run(mem, "code", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)
+    return run(mem, "code", str(path), request.project, body, dry_run=request.dry_run, actor=actor, agent=request.agent)

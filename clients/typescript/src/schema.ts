@@ -906,10 +906,16 @@ export interface components {
         };
         /** IngestPathRequest */
         IngestPathRequest: {
+            /** @description the directory to read */
             path: string;
+            /** @description the project its memories go to */
             project?: string | null;
-            /** @default false */
+            /**
+             * @description admit nothing; list what would be admitted and why not
+             * @default false
+             */
             dry_run?: boolean;
+            /** @description the agent recorded on its memories */
             agent?: string | null;
         };
         /** MemoryVersion */
