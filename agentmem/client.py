@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -30,6 +29,7 @@ from agentmem.operations import (
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
+    IngestConversationRequest,
     IngestPathRequest,
     PinRequest,
     RebuildRequest,
@@ -52,8 +52,6 @@ _OBSERVED = {"content": "content", "project": "project", "agent": "agent", "sess
              "tier": "tier", "title": "tool", "source": "source", "source_ref": "source_ref", "valid_from": "at",
              "salience": "salience"}  # fmt: skip
 _BLANK = msgspec.to_builtins(NewMemory(content=""))
-# options with no meaning over HTTP: the service names the token as actor; one request shows no progress
-_LOCAL_ONLY = frozenset({"actor", "progress"})
 _JSON = {"content-type": "application/json"}
 
 
@@ -271,22 +269,16 @@ class Client(MemoryAPI):
 
     # -- admission ------------------------------------------------------------
 
-    def ingest_conversation(
-        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
-    ) -> ScanReport:
-        """A conversation file (read and parsed here) or its messages, sent to the service's admission policy.
-        Options as in `Memory.ingest_conversation`: session, include_assistant, dry_run, agent, use_provider."""
-        body = _options("ingest_conversation", options, ("session", "include_assistant", "dry_run", "agent",
-                                                          "use_provider"))  # fmt: skip
+    def _ingest_conversation(self, request: IngestConversationRequest, *, actor: str, progress: bool) -> ScanReport:
+        """A conversation file (read and parsed here) or its messages, sent to the service's admission policy."""
         skipped: dict[str, int] = {}
-        if isinstance(conversation, str | Path):
-            parsed = load_conversation(conversation)
-            messages: list[Any] = [msgspec.to_builtins(m) for m in parsed.messages]
-            body["session"], skipped = body.get("session") or parsed.session, parsed.skipped
-        else:
-            messages = [msgspec.to_builtins(m) for m in conversation]
-        body |= {"messages": messages, "project": project}
-        report = self._call("POST", "/v1/ingest/conversation", ScanReport, json=body)
+        if isinstance(request.messages, str):
+            parsed = load_conversation(request.messages)
+            session = request.session if request.session is not None else parsed.session
+            request = msgspec.structs.replace(request, messages=parsed.messages, session=session)
+            skipped = parsed.skipped
+        body = _body(request)
+        report = self._call("POST", "/v1/ingest/conversation", ScanReport, content=body, headers=_JSON)
         if skipped:  # messages this side could not read never reached the service: count them too
             keys: set[str] = set(report.skipped) | set(skipped)
             merged = {k: report.skipped.get(k, 0) + skipped.get(k, 0) for k in keys}
@@ -337,11 +329,3 @@ def _observation(n: int, item: NewMemory) -> dict[str, Any]:
     if unsent:
         raise ValidationError(f"observation {n}: {', '.join(unsent)} cannot be sent to /v1/observations")
     return {_OBSERVED[f]: v for f, v in fields.items() if f in _OBSERVED and v is not None}
-
-
-def _options(method: str, options: dict[str, Any], sent: tuple[str, ...]) -> dict[str, Any]:
-    """The admission options to send; one the service does not take is a TypeError, as in process."""
-    unknown = sorted(set(options) - set(sent) - _LOCAL_ONLY)
-    if unknown:
-        raise TypeError(f"{method}() got unexpected keyword arguments over HTTP: {', '.join(unknown)}")
-    return {k: options[k] for k in sent if k in options}

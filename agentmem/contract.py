@@ -31,6 +31,7 @@ from agentmem.operations import (
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
+    IngestConversationRequest,
     IngestPathRequest,
     PinRequest,
     RebuildRequest,
@@ -218,8 +219,23 @@ class MemoryAPI(Protocol):
 
     # -- admission
     def ingest_conversation(
-        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
-    ) -> ScanReport: ...
+        self,
+        messages: str | Path | Sequence[Any],
+        *,
+        project: str | None = None,
+        session: str | None = None,
+        include_assistant: bool = False,
+        dry_run: bool = False,
+        agent: str | None = None,
+        use_provider: bool = False,
+        actor: str = "local",
+        progress: bool = False,
+    ) -> ScanReport:
+        """A session's messages, or a JSON / JSON Lines file of them, through the admission policy
+        (see `IngestConversationRequest`); `progress` shows a bar in process."""
+        request = IngestConversationRequest(**_given(locals(), "progress"))
+        return self._ingest_conversation(request, actor=actor, progress=progress)
+
     def ingest_notes(
         self,
         path: str | Path,
@@ -262,12 +278,13 @@ class MemoryAPI(Protocol):
     def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[ConsolidationReport]: ...
     def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult: ...
     def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency: ...
+    def _ingest_conversation(self, request: IngestConversationRequest, *, actor: str, progress: bool) -> ScanReport: ...
     def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport: ...
 
 
 def _given(arguments: dict[str, Any], *path: str) -> dict[str, Any]:
     """A keyword method's arguments as its request's fields (lists for sequences; not self, not actor,
     not the id `path` names, which the HTTP path carries)."""
-    left_out = ("self", "actor", *path)
+    left_out = ("self", "actor", "request", *path)
     plain = {k: str(v) if isinstance(v, PurePath) else v for k, v in arguments.items() if k not in left_out}
     return {k: list(v) if isinstance(v, tuple) else v for k, v in plain.items()}

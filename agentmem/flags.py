@@ -1,6 +1,7 @@
 """Command-line flags from an operation's request Struct (agentmem.operations): one per field.
 
-A required field is positional (a flag, required, when `_about` names one), a one-letter name is
+A required field is positional (named `metavar` in the usage, or a required flag when `_about` names
+one), a one-letter name is
 `-k`, a list is a repeatable flag named in the singular (`tiers` -> `--tier`; a list of literals
 offers them as its choices), a bool is a switch
 (`--off`-like, storing false, when it defaults to true); the help is the field's description. The
@@ -49,7 +50,7 @@ def add_flags(parser: argparse.ArgumentParser, request: type[Request]) -> None:
         is_list = getattr(base, "__origin__", None) is list
         flag = how.get("flag") or _flag(f.name, is_list)
         if f.required and "flag" not in how:
-            parser.add_argument(f.name, help=text)
+            parser.add_argument(f.name, metavar=how.get("metavar"), help=text)
         elif f.required:
             parser.add_argument(flag, dest=f.name, required=True, help=text)
         elif base is bool:

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -35,6 +34,7 @@ from agentmem.operations import (
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
+    IngestConversationRequest,
     IngestPathRequest,
     PinRequest,
     RebuildRequest,
@@ -357,13 +357,9 @@ class Memory(MemoryAPI):
 
     # -- admission: conversations, notes and source trees (see agentmem.admission) --
 
-    def ingest_conversation(
-        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
-    ) -> ScanReport:
-        """A session's messages (a JSON / JSON Lines file, or a list of messages) through the admission
-        policy into memories. Options: session, include_assistant, dry_run, agent, actor, progress,
-        use_provider (the configured provider proposes claims too; the same policy judges them)."""
-        return admission.ingest_conversation(self.engine, conversation, project=project, **options)
+    def _ingest_conversation(self, request: IngestConversationRequest, *, actor: str, progress: bool) -> ScanReport:
+        """A session's messages (or a JSON / JSON Lines file of them) through the admission policy."""
+        return admission.ingest_conversation(self.engine, request, actor=actor, progress=progress)
 
     def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport:
         """Notes (`file:line` provenance) or a source tree's declarations through the admission policy."""

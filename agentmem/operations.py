@@ -7,8 +7,9 @@ written from it. A field added here without the keyword method or the docs fails
 tests/test_operations.py and tests/test_docs.py.
 
 A field's `_about` may also say how a surface shows it: `flag="--from"` names its CLI flag,
-`mcp=False` leaves it out of the MCP tool, `own=True` marks the caller's own project (the CLI's
-default is $AGENTMEM_PROJECT, the service's the token's, the MCP server's the configured one).
+`metavar="FILE"` a positional's, `mcp=False` leaves it out of the MCP tool, `own=True` marks the
+caller's own project (the CLI's default is $AGENTMEM_PROJECT, the service's the token's, the MCP
+server's the configured one).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-from agentmem.records import TimeRange, Triple
+from agentmem.records import Message, TimeRange, Triple
 
 
 def _about(text: str, **shown: Any) -> msgspec.Meta:
@@ -139,11 +140,28 @@ class RebuildRequest(Request, frozen=True):
     ] = msgspec.field(default_factory=lambda: ["bm25", "vectors"])
 
 
+class IngestConversationRequest(Request, frozen=True):
+    """A session's messages through the admission policy; tool and system messages are skipped, counted."""
+
+    messages: Annotated[
+        list[Message],
+        _about("the messages (in process and on the command line: or a JSON / JSON Lines file)", metavar="FILE"),
+    ]
+    project: Annotated[str | None, _about("the project its memories go to", own=True)] = None
+    session: Annotated[str | None, _about("the session id (default: the file's, else its name)")] = None
+    include_assistant: Annotated[bool, _about("also propose claims from assistant turns", flag="--assistant")] = False
+    dry_run: Annotated[bool, _about("admit nothing; list what would be admitted and why not")] = False
+    agent: Annotated[str | None, _about("the agent recorded on its memories")] = None
+    use_provider: Annotated[bool, _about("the configured text provider proposes claims too (the policy judges)")] = (
+        False
+    )
+
+
 class IngestPathRequest(Request, frozen=True):
     """Notes or a source tree under `path` through the admission policy (over HTTP, a directory on the
     server's machine under one of its ingest_roots, for an admin token)."""
 
-    path: Annotated[str, _about("the directory to read")]
+    path: Annotated[str, _about("the directory to read", metavar="DIR")]
     project: Annotated[str | None, _about("the project its memories go to", own=True)] = None
     dry_run: Annotated[bool, _about("admit nothing; list what would be admitted and why not")] = False
     agent: Annotated[str | None, _about("the agent recorded on its memories")] = None
@@ -161,6 +179,7 @@ REQUESTS: dict[str, type[Request]] = {
     "consolidate": ConsolidateRequest,
     "end_session": EndSessionRequest,
     "rebuild": RebuildRequest,
+    "ingest_conversation": IngestConversationRequest,
     "ingest_notes": IngestPathRequest,
     "ingest_code": IngestPathRequest,
 }

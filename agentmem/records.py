@@ -104,6 +104,17 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     pinned: Annotated[bool, _about("never archived by the sweep")] = False
 
 
+class Message(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One message of a session: who said what, when, under which id (agentmem.admission.conversation)."""
+
+    role: str
+    content: str
+    time: datetime | None = None
+    id: str | None = None
+    name: str | None = None
+    type: str | None = None
+
+
 class NearDuplicate(msgspec.Struct, frozen=True):
     """A current memory similar enough to mention, not enough to replace."""
 

@@ -6,7 +6,6 @@ from datetime import datetime
 
 import msgspec
 
-from agentmem.admission.conversation import Message
 from agentmem.audit import AuditEntry
 from agentmem.records import MemoryVersion
 
@@ -67,15 +66,3 @@ class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
 class AuditPage(msgspec.Struct, frozen=True):
     items: list[AuditEntry]
     next_cursor: int | None
-
-
-class IngestConversationRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A session's messages for the admission policy; tool and system messages are skipped, counted."""
-
-    messages: list[Message]
-    project: str | None = None
-    session: str | None = None
-    include_assistant: bool = False
-    dry_run: bool = False
-    agent: str | None = None
-    use_provider: bool = False  # the configured text provider proposes claims too (the policy still judges)

@@ -19,10 +19,9 @@ from litestar.params import JSONBody
 from agentmem import validate
 from agentmem.admission import ScanReport
 from agentmem.errors import AccessDeniedError, ValidationError
-from agentmem.operations import IngestPathRequest, arguments
+from agentmem.operations import IngestConversationRequest, IngestPathRequest, arguments
 from api.auth import Principal
 from api.deps import Mem, Who
-from api.schemas import IngestConversationRequest
 from api.settings import Settings
 
 
@@ -61,18 +60,8 @@ async def conversation(data: JSONBody[IngestConversationRequest], who: Who, mem:
             f"messages: {len(data.messages)} is more than the {cap} one request may hold (setting "
             "max_ingest_messages): send the conversation in parts"
         )
-    return await run(
-        lambda: mem.ingest_conversation(
-            data.messages,
-            project=project,
-            session=data.session,
-            include_assistant=data.include_assistant,
-            dry_run=data.dry_run,
-            agent=data.agent,
-            actor=who.name,
-            use_provider=data.use_provider,
-        )
-    )
+    request = msgspec.structs.replace(data, project=project)
+    return await run(lambda: mem.ingest_conversation(**arguments(request), actor=who.name))
 
 
 @post("/v1/ingest/notes", status_code=200, summary="Admit memories from a directory of notes (admin)")

@@ -893,15 +893,28 @@ export interface components {
         };
         /** IngestConversationRequest */
         IngestConversationRequest: {
+            /** @description the messages (in process and on the command line: or a JSON / JSON Lines file) */
             messages: components["schemas"]["Message"][];
+            /** @description the project its memories go to */
             project?: string | null;
+            /** @description the session id (default: the file's, else its name) */
             session?: string | null;
-            /** @default false */
+            /**
+             * @description also propose claims from assistant turns
+             * @default false
+             */
             include_assistant?: boolean;
-            /** @default false */
+            /**
+             * @description admit nothing; list what would be admitted and why not
+             * @default false
+             */
             dry_run?: boolean;
+            /** @description the agent recorded on its memories */
             agent?: string | null;
-            /** @default false */
+            /**
+             * @description the configured text provider proposes claims too (the policy judges)
+             * @default false
+             */
             use_provider?: boolean;
         };
         /** IngestPathRequest */
