@@ -31,6 +31,7 @@ from agentmem.operations import (
     EndSessionRequest,
     IngestConversationRequest,
     IngestPathRequest,
+    ObserveRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -38,6 +39,7 @@ from agentmem.operations import (
     RestoreRequest,
     ReviseRequest,
     SweepRequest,
+    observation,
 )
 from agentmem.records import MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention
@@ -47,11 +49,6 @@ T = TypeVar("T")
 Params = list[tuple[str, str | int | float | bool | None]]
 
 
-# NewMemory fields an observation carries over HTTP, by their name in /v1/observations
-_OBSERVED = {"content": "content", "project": "project", "agent": "agent", "session": "session", "kind": "kind",
-             "tier": "tier", "title": "tool", "source": "source", "source_ref": "source_ref", "valid_from": "at",
-             "salience": "salience"}  # fmt: skip
-_BLANK = msgspec.to_builtins(NewMemory(content=""))
 _JSON = {"content-type": "application/json"}
 
 
@@ -143,9 +140,9 @@ class Client(MemoryAPI):
         path = f"/v1/memories/{int(memory_id)}/versions"
         return self._call("POST", path, RememberResult, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
-    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
-        body = {"observations": [_observation(n, m) for n, m in enumerate(items)]}
-        return self._call("POST", "/v1/observations", _Observed, json=body).memories  # type: ignore[no-any-return]
+    def _observe(self, items: list[NewMemory], *, actor: str) -> list[MemoryVersion]:
+        body = _body(ObserveRequest(observations=[observation(n, m) for n, m in enumerate(items)]))
+        return self._call("POST", "/v1/observations", _Observed, content=body, headers=_JSON).memories  # type: ignore[no-any-return]
 
     # -- reading ------------------------------------------------------------
 
@@ -321,11 +318,3 @@ def _given(body: dict[str, Any]) -> dict[str, Any]:
     """The body without the arguments left unset (the service applies its own defaults)."""
     return {k: v for k, v in body.items() if v is not None}
 
-
-def _observation(n: int, item: NewMemory) -> dict[str, Any]:
-    """A NewMemory as /v1/observations takes it; a field it cannot carry is an error, never dropped."""
-    fields = msgspec.to_builtins(item)
-    unsent = sorted(f for f, v in fields.items() if f not in _OBSERVED and v != _BLANK[f])
-    if unsent:
-        raise ValidationError(f"observation {n}: {', '.join(unsent)} cannot be sent to /v1/observations")
-    return {_OBSERVED[f]: v for f, v in fields.items() if f in _OBSERVED and v is not None}

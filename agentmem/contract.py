@@ -79,7 +79,17 @@ class MemoryAPI(Protocol):
         """Write a new version of a current memory; fields left out carry over (see `ReviseRequest`)."""
         return self._revise(memory_id, ReviseRequest(**_given(locals(), "memory_id")), actor=actor)
 
-    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]: ...
+    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
+        """Record a batch of raw observations or events in one transaction: all or nothing (see
+        `ObserveRequest`: over HTTP each item is an `Observation`).
+
+        They never supersede or reinforce anything; consolidation turns them into memories later.
+        Each sentence of an observation that states something becomes a claim of its own (kind
+        `claim`, derived from the observation), created, reinforced or superseding like a
+        remembered memory (see agentmem.claims; `Config.claims`). Returns the observations.
+        """
+        return self._observe(list(items), actor=actor)
+
 
     # -- reading
     def recall(
@@ -268,6 +278,7 @@ class MemoryAPI(Protocol):
 
     # -- what Memory and Client each do with an operation's request (the keyword methods above build it)
     def _remember(self, new: NewMemory, *, actor: str) -> RememberResult: ...
+    def _observe(self, items: list[NewMemory], *, actor: str) -> list[MemoryVersion]: ...
     def _search(self, request: RecallRequest) -> Recalled: ...
     def _context(self, request: ContextRequest) -> Context: ...
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion: ...

@@ -164,14 +164,8 @@ class Memory(MemoryAPI):
         """Write a new version of a current memory; unchanged fields carry over from it."""
         return writes.revise(self.engine, memory_id, request, actor=actor)
 
-    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
-        """Record a batch of raw observations or events in one transaction: all or nothing.
-
-        They never supersede or reinforce anything; consolidation turns them into memories later.
-        Each sentence of an observation that states something becomes a claim of its own (kind
-        `claim`, derived from the observation), created, reinforced or superseding like a
-        remembered memory (see agentmem.claims; `Config.claims`). Returns the observations.
-        """
+    def _observe(self, items: list[NewMemory], *, actor: str) -> list[MemoryVersion]:
+        """Raw observations in one transaction (see agentmem.writes.observe)."""
         return writes.observe(self.engine, items, actor=actor)
 
     # -- reading -----------------------------------------------------------

@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-from agentmem.records import Message, TimeRange, Triple
+from agentmem.errors import ValidationError
+from agentmem.records import Message, NewMemory, TimeRange, Triple
 
 
 def _about(text: str, **shown: Any) -> msgspec.Meta:
@@ -80,6 +81,57 @@ class RestoreRequest(Request, frozen=True):
     """Put an archived or expired memory (named in the path, or `memory_id`) back into recall."""
 
     ttl_days: Annotated[float | None, _about("expire again after this many days (default: never)")] = None
+
+
+_SET_BY_HOST = {"mcp": False}  # the MCP server fills it in
+
+
+class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A raw event from an agent host: what it saw or did, in which session. It is a `NewMemory`
+    (the observe operation's items in process) under other names: `tool` is its title, `at` its
+    valid_from (`as=`); `observed` and `observation` turn one into the other."""
+
+    content: Annotated[str, _about("what happened or what was noticed")]
+    project: Annotated[str | None, _about("the project it belongs to")] = None
+    agent: Annotated[str | None, _about("the agent that saw it", **_SET_BY_HOST)] = None
+    session: Annotated[str | None, _about("the session it happened in (the MCP server's, if left out)")] = None
+    kind: Annotated[str, _about("observation or event")] = "observation"
+    tool: Annotated[str | None, _about("the tool or command involved, if any", **{"as": "title"})] = None
+    source: Annotated[str, _about("which host recorded it, e.g. mcp", **_SET_BY_HOST)] = "api"
+    source_ref: Annotated[str | None, _about("where in the source", **_SET_BY_HOST)] = None
+    at: Annotated[
+        datetime | None, _about("when (ISO 8601; default now)", **{"as": "valid_from"}, **_SET_BY_HOST)
+    ] = None
+    salience: Annotated[float, _about("how much it matters, 0 to 1", **_SET_BY_HOST)] = 0.3
+    tier: Annotated[str, _about("the tier it is kept in", **_SET_BY_HOST)] = "working"
+
+
+class ObserveRequest(Request, frozen=True):
+    """Log a batch of raw observations or events in one transaction: all or nothing."""
+
+    observations: Annotated[list[Observation], _about("the observations, in order")]
+
+
+def _carried() -> dict[str, str]:
+    """Each Observation field by the NewMemory field it carries."""
+    return {shown(f.type).get("as", f.name): f.name for f in msgspec.structs.fields(Observation)}
+
+
+def observed(o: Observation) -> NewMemory:
+    """The NewMemory an observation is."""
+    return NewMemory(**{new: getattr(o, name) for new, name in _carried().items()})
+
+
+def observation(n: int, item: NewMemory) -> Observation:
+    """The Observation a NewMemory is (item `n` of a batch); a field it cannot carry is an error, never dropped."""
+    carried, blank = _carried(), NewMemory(content="")
+    unsent = sorted(
+        f for f in NewMemory.__struct_fields__ if f not in carried and getattr(item, f) != getattr(blank, f)
+    )
+    if unsent:
+        raise ValidationError(f"observation {n}: {', '.join(unsent)} cannot be sent to /v1/observations")
+    given = {name: getattr(item, new) for new, name in carried.items() if getattr(item, new) is not None}
+    return Observation(**given)
 
 
 class ReviseRequest(Request, frozen=True):
@@ -168,6 +220,7 @@ class IngestPathRequest(Request, frozen=True):
 
 
 REQUESTS: dict[str, type[Request]] = {
+    "observe": ObserveRequest,
     "recall": RecallRequest,
     "search": RecallRequest,
     "context": ContextRequest,

@@ -23,7 +23,15 @@ from agentmem.errors import (
     StoreLockedError,
     ValidationError,
 )
-from agentmem.operations import ContextRequest, DeleteRequest, EndSessionRequest, RecallRequest, arguments
+from agentmem.operations import (
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    Observation,
+    RecallRequest,
+    arguments,
+    observed,
+)
 from agentmem.records import NewMemory
 from api.mcp_backend import McpSettings, Scoped, memory_view
 from api.mcp_tools import add_tool
@@ -67,6 +75,8 @@ FORGET = """Erase memories' content for good (governance delete: secrets, person
 to forget): `ids` erases those versions, `lineages` every version of each memory named. A tombstone and an
 audit record remain. To correct or update a memory, use `remember` with the same key instead: that keeps
 history."""
+OBSERVE = """Log a raw observation of this session (not a durable fact: use `remember` for those). Observations
+never replace memories; `end_session` turns a session's observations into one episodic memory."""
 END_SESSION = """The session is over: its observations become one episodic memory (created, or updated if the
 session already had one). Fails with 'not found' if the session logged no observations."""
 
@@ -184,26 +194,16 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
     add_tool(server, DeleteRequest, forget, name="forget", description=FORGET,
              annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))  # fmt: skip
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False))
-    def observe(
-        content: Annotated[str, Field(min_length=1, description="What happened or what you noticed.")],
-        kind: Annotated[
-            str, Field(pattern="^(observation|event)$", description="observation or event")
-        ] = "observation",
-        tool: Annotated[str | None, Field(description="The tool or command involved, if any.")] = None,
-        session: Annotated[str | None, Field(description="Leave empty for this server's session.")] = None,
-        project: ProjectArg = None,
-    ) -> dict[str, Any]:
-        """Log a raw observation of this session (not a durable fact: use `remember` for those). Observations
-        never replace memories; `end_session` turns a session's observations into one episodic memory."""
-
+    def observe(o: Observation) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            where, session_id = scoped.project(project), session or settings.session
-            item = NewMemory(content=content, project=where, kind=kind, tier="working", title=tool,
-                             agent=settings.agent, session=session_id, source="mcp", salience=0.3)  # fmt: skip
+            item = msgspec.structs.replace(observed(own_project(o)), agent=settings.agent, source="mcp",
+                                           session=o.session or settings.session)  # fmt: skip
             return {"id": scoped.open().observe([item])[0].id, "session": item.session}
 
         return call(run)
+
+    add_tool(server, Observation, observe, name="observe", description=OBSERVE,
+             annotations=ToolAnnotations(destructive_hint=False))  # fmt: skip
 
     def end_session(request: EndSessionRequest, session: str | None) -> dict[str, Any]:
         def run() -> dict[str, Any]:

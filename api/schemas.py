@@ -10,26 +10,6 @@ from agentmem.audit import AuditEntry
 from agentmem.records import MemoryVersion
 
 
-class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A raw event from an agent host: what it saw or did, in which session."""
-
-    content: str
-    project: str | None = None
-    agent: str | None = None
-    session: str | None = None
-    kind: str = "observation"
-    tool: str | None = None
-    source: str = "api"  # e.g. mcp: which host recorded it
-    source_ref: str | None = None
-    at: datetime | None = None
-    salience: float = 0.3
-    tier: str = "working"
-
-
-class ObserveRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    observations: list[Observation]
-
-
 class ObserveReply(msgspec.Struct, frozen=True, kw_only=True):
     ids: list[int]  # kept for older clients: the ids of `memories`
     memories: list[MemoryVersion] = []  # the versions created, in request order

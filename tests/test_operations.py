@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import inspect
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -19,6 +20,7 @@ import pytest
 
 from agentmem.client import Client
 from agentmem.contract import MemoryAPI
+from agentmem.errors import ValidationError
 from agentmem.flags import arguments
 from agentmem.memory import Memory
 from agentmem.operations import (
@@ -28,11 +30,14 @@ from agentmem.operations import (
     EndSessionRequest,
     IngestConversationRequest,
     IngestPathRequest,
+    Observation,
     PinRequest,
     RebuildRequest,
     RecallRequest,
     RestoreRequest,
     SweepRequest,
+    observation,
+    observed,
     shown,
 )
 from agentmem.records import NewMemory
@@ -58,7 +63,8 @@ CLI = {
     "ingest code": IngestPathRequest,
 }  # CLI commands generated from a request (agentmem.flags)
 MCP = {"recall": "search", "context": "context", "forget": "delete", "end_session": "end_session"}  # tool -> op
-MCP_OWN = {"session"}  # end_session's own argument (over HTTP, in the path)
+MCP_ITEMS = {"observe": Observation, "remember": NewMemory}  # a tool that takes one item of its operation
+MCP_OWN = {"end_session": {"session"}}  # a tool's own argument (over HTTP, in the path)
 
 
 def fields(request: type[msgspec.Struct]) -> dict[str, Any]:
@@ -80,7 +86,22 @@ def keywords(fn: Any, op: str = "") -> dict[str, Any]:
 @pytest.mark.parametrize("op", sorted(REQUESTS))
 def test_the_keyword_method_takes_the_requests_fields(op: str) -> None:
     expected = {k: v for k, v in fields(REQUESTS[op]).items() if k not in LEFT_OUT.get(op, set())}
-    assert keywords(getattr(MemoryAPI, op), op) == expected
+    given = keywords(getattr(MemoryAPI, op), op)
+    if op == "observe":  # its items are the observations, each a NewMemory in process (see below)
+        given = {"observations" if k == "items" else k: v for k, v in given.items()}
+    assert given == expected
+
+
+def test_an_observation_is_a_new_memory_under_other_names() -> None:
+    """The observe operation takes NewMemory items in process and Observation items over HTTP."""
+    carried = {shown(f.type).get("as", f.name) for f in msgspec.structs.fields(Observation)}
+    assert carried <= set(NewMemory.__struct_fields__), carried - set(NewMemory.__struct_fields__)
+    seen = Observation(content="ran pytest", project="p", session="s", tool="Bash", at=datetime(2026, 1, 2, tzinfo=UTC))
+    item = observed(seen)
+    assert (item.title, item.valid_from, item.tier, item.salience) == ("Bash", seen.at, "working", 0.3)
+    assert observation(0, item) == seen
+    with pytest.raises(ValidationError, match="observation 3: key cannot be sent"):
+        observation(3, NewMemory(content="x", key="k"))
 
 
 @pytest.mark.parametrize("op", sorted(REQUESTS))
@@ -144,13 +165,13 @@ def test_the_cli_flags_keep_their_names(argv: list[str], expected: dict[str, Any
     assert request(**arguments(args, request)) == request(**expected)  # as the keyword method builds it
 
 
-@pytest.mark.parametrize("tool", sorted(MCP))
+@pytest.mark.parametrize("tool", sorted(MCP | MCP_ITEMS))
 def test_each_mcp_tool_argument_is_a_field_of_its_request(tool: str) -> None:
     settings = McpSettings(project="p", projects=("p",), session="s", data_dir="/nonexistent")
     server, _ = build_server(settings, opener=lambda: None)  # type: ignore[arg-type,return-value]
     listed = {t.name: t for t in asyncio.run(server.list_tools())}
-    params = set(listed[tool].input_schema["properties"]) - MCP_OWN
-    request = REQUESTS[MCP[tool]]
+    params = set(listed[tool].input_schema["properties"]) - MCP_OWN.get(tool, set())
+    request = MCP_ITEMS[tool] if tool in MCP_ITEMS else REQUESTS[MCP[tool]]
     assert params == {f.name for f in mcp_tools.fields(request)}
     assert params <= set(fields(request)), params - set(fields(request))
 
@@ -173,6 +194,7 @@ def test_remember_is_new_memory_on_every_surface() -> None:
     tool = {t.name: t for t in asyncio.run(server.list_tools())}["remember"]
     host = {"agent", "session", "source", "source_ref", "source_ids"}
     assert set(tool.input_schema["properties"]) == set(NewMemory.__struct_fields__) - host
+    assert mcp_tools.fields(NewMemory) == [f for f in msgspec.structs.fields(NewMemory) if f.name not in host]
 
 
 def test_include_history_is_on_every_recall_surface() -> None:

@@ -1049,20 +1049,39 @@ export interface components {
         };
         /** Observation */
         Observation: {
+            /** @description what happened or what was noticed */
             content: string;
+            /** @description the project it belongs to */
             project?: string | null;
+            /** @description the agent that saw it */
             agent?: string | null;
+            /** @description the session it happened in (the MCP server's, if left out) */
             session?: string | null;
-            /** @default observation */
+            /**
+             * @description observation or event
+             * @default observation
+             */
             kind?: string;
+            /** @description the tool or command involved, if any */
             tool?: string | null;
-            /** @default api */
+            /**
+             * @description which host recorded it, e.g. mcp
+             * @default api
+             */
             source?: string;
+            /** @description where in the source */
             source_ref?: string | null;
+            /** @description when (ISO 8601; default now) */
             at?: string | null;
-            /** @default 0.3 */
+            /**
+             * @description how much it matters, 0 to 1
+             * @default 0.3
+             */
             salience?: number;
-            /** @default working */
+            /**
+             * @description the tier it is kept in
+             * @default working
+             */
             tier?: string;
         };
         /** ObserveReply */
@@ -1072,6 +1091,7 @@ export interface components {
         };
         /** ObserveRequest */
         ObserveRequest: {
+            /** @description the observations, in order */
             observations: components["schemas"]["Observation"][];
         };
         /** Page */
