@@ -25,6 +25,7 @@ from agentmem.operations import (
     RebuildRequest,
     RecallRequest,
     RestoreRequest,
+    ScopeRequest,
     SweepRequest,
 )
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
@@ -79,11 +80,12 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
         c = sub.add_parser(name, help=text)
         c.add_argument("id", type=int)
 
-    sub.add_parser("stats", help="counts over the store and indexes")
+    add_flags(sub.add_parser("stats", help="counts over the store and indexes"), ScopeRequest)
     sub.add_parser("check", help="compare index ids with DuckDB (exit 1 when they differ)")
     add_flags(sub.add_parser("rebuild", help="rebuild the indexes from DuckDB"), RebuildRequest)
     e = sub.add_parser("export", help="write every version and link as JSON Lines")
     e.add_argument("file", nargs="?", default="-", help="output file, - for stdout")
+    add_flags(e, ScopeRequest)
     i = sub.add_parser("import", help="load a JSON Lines export into this data directory")
     i.add_argument("file", help="input file, - for stdin")
 
@@ -208,7 +210,7 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
             versions = mem.history(args.id)
             _out(args, versions, _history_text(versions))
         elif cmd == "stats":
-            s = mem.stats()
+            s = mem.stats(**arguments(args, ScopeRequest))
             _out(args, s, "\n".join(f"{k}: {v}" for k, v in msgspec.structs.asdict(s).items()))
         elif cmd in ("check", "rebuild"):
             report = mem.check() if cmd == "check" else mem.rebuild(**arguments(args, RebuildRequest))
@@ -222,7 +224,8 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
         elif cmd == "export":
             out = sys.stdout.buffer if args.file == "-" else _open(args.file, "wb")
             try:
-                n = sum(1 for line in mem.export_lines() if out.write(line) is not None)
+                lines = mem.export_lines(**arguments(args, ScopeRequest))
+                n = sum(1 for line in lines if out.write(line) is not None)
             finally:
                 if out is not sys.stdout.buffer:
                     out.close()

@@ -38,8 +38,10 @@ from agentmem.operations import (
     Request,
     RestoreRequest,
     ReviseRequest,
+    ScopeRequest,
     SweepRequest,
     observation,
+    query,
 )
 from agentmem.records import MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention
@@ -184,9 +186,8 @@ class Client(MemoryAPI):
 
     # -- upkeep -------------------------------------------------------------
 
-    def stats(self, projects: Sequence[str] | None = None) -> Stats:
-        params: Params = [("project", p) for p in projects or ()]
-        return self._call("GET", "/v1/stats", Stats, params=params)  # type: ignore[no-any-return]
+    def _stats(self, request: ScopeRequest) -> Stats:
+        return self._call("GET", "/v1/stats", Stats, params=query(request))  # type: ignore[no-any-return]
 
     def check(self) -> Consistency:
         return self._call("POST", "/v1/check", Consistency)  # type: ignore[no-any-return]
@@ -200,8 +201,8 @@ class Client(MemoryAPI):
             raise ServiceUnavailableError(f"rebuild {status.state}: {status.message}")
         return self.check()
 
-    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
-        params: Params = [("project", p) for p in projects or ()]
+    def _export_lines(self, request: ScopeRequest) -> Iterator[bytes]:
+        params = query(request)
         with self._http.stream("GET", "/v1/export", params=params) as r:
             if r.status_code >= 400:
                 r.read()
@@ -312,9 +313,3 @@ def _body(request: Request) -> bytes:
         return msgspec.json.encode(request)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"{type(request).__name__}: {exc}") from None
-
-
-def _given(body: dict[str, Any]) -> dict[str, Any]:
-    """The body without the arguments left unset (the service applies its own defaults)."""
-    return {k: v for k, v in body.items() if v is not None}
-

@@ -41,6 +41,7 @@ from agentmem.operations import (
     RecallRequest,
     RestoreRequest,
     ReviseRequest,
+    ScopeRequest,
     SweepRequest,
 )
 from agentmem.provider import Provider
@@ -242,9 +243,9 @@ class Memory(MemoryAPI):
 
     # -- upkeep ------------------------------------------------------------
 
-    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
+    def _export_lines(self, request: ScopeRequest) -> Iterator[bytes]:
         """JSON Lines: a header, every version with its embedding, every link (see agentmem.transfer)."""
-        return transfer.export_lines(self.engine, projects)
+        return transfer.export_lines(self.engine, request)
 
     def import_lines(self, lines: Iterable[bytes | str]) -> int:
         """Load an export in one transaction; returns how many versions it held."""
@@ -321,10 +322,10 @@ class Memory(MemoryAPI):
         """Rebuild indexes from DuckDB (no re-embedding) while the engine stays open."""
         return self.engine.rebuild(list(request.which), actor=actor)
 
-    def stats(self, projects: Sequence[str] | None = None) -> Stats:
+    def _stats(self, request: ScopeRequest) -> Stats:
         """Counts over the store and the indexes; within `projects` when given, every figure
         (index sizes and pending index changes too) counts only those projects' memories."""
-        s = self.store
+        s, projects = self.store, request.projects
         scope = Filter(projects=None if projects is None else tuple(projects))
         ix = self.indexes
         if projects is None:

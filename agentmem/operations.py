@@ -184,6 +184,14 @@ class EndSessionRequest(Request, frozen=True):
     project: Annotated[str | None, _about("the session's project", own=True)] = None
 
 
+class ScopeRequest(Request, frozen=True):
+    """Stats and export: over these projects' memories only (every figure, every line)."""
+
+    projects: Annotated[
+        list[str] | None, _about("only these projects (default: all; over HTTP, the token's)", flag="--project")
+    ] = None
+
+
 class RebuildRequest(Request, frozen=True):
     """Rebuild indexes from the store of record (no re-embedding) while recall keeps serving."""
 
@@ -232,6 +240,8 @@ REQUESTS: dict[str, type[Request]] = {
     "consolidate": ConsolidateRequest,
     "end_session": EndSessionRequest,
     "rebuild": RebuildRequest,
+    "stats": ScopeRequest,
+    "export_lines": ScopeRequest,
     "ingest_conversation": IngestConversationRequest,
     "ingest_notes": IngestPathRequest,
     "ingest_code": IngestPathRequest,
@@ -252,6 +262,22 @@ def description(annotation: Any) -> str:
 def shown(annotation: Any) -> dict[str, Any]:
     """How `_about` said surfaces show a field: `flag`, `mcp`, `own` (empty: the usual way)."""
     return next((m.extra for m in get_args(annotation) if isinstance(m, msgspec.Meta) and m.extra), {})
+
+
+def query(request: Request) -> list[tuple[str, Any]]:
+    """The request as the query string of a GET route: each value under its CLI flag's name (`projects`
+    is `project`, repeated), the fields left unset left out."""
+    out: list[tuple[str, Any]] = []
+    for f, name in zip(msgspec.structs.fields(request), query_names(type(request)), strict=True):
+        value = getattr(request, f.name)
+        out += [(name, v) for v in value] if isinstance(value, list) else [(name, value)] if value is not None else []
+    return out
+
+
+def query_names(request: type[Request]) -> list[str]:
+    """Each field's name in a GET route's query string: its CLI flag's, without the dashes."""
+    fields = msgspec.structs.fields(request)
+    return [(shown(f.type).get("flag") or f.name).lstrip("-").replace("-", "_") for f in fields]
 
 
 def default(field: msgspec.structs.FieldInfo) -> Any:

@@ -34,10 +34,13 @@ from agentmem.operations import (
     PinRequest,
     RebuildRequest,
     RecallRequest,
+    Request,
     RestoreRequest,
+    ScopeRequest,
     SweepRequest,
     observation,
     observed,
+    query_names,
     shown,
 )
 from agentmem.records import NewMemory
@@ -60,6 +63,7 @@ CLI = {
     "rebuild": RebuildRequest,
     "ingest conversation": IngestConversationRequest,
     "ingest notes": IngestPathRequest,
+    "stats": ScopeRequest,
     "ingest code": IngestPathRequest,
 }  # CLI commands generated from a request (agentmem.flags)
 MCP = {"recall": "search", "context": "context", "forget": "delete", "end_session": "end_session"}  # tool -> op
@@ -195,6 +199,17 @@ def test_remember_is_new_memory_on_every_surface() -> None:
     host = {"agent", "session", "source", "source_ref", "source_ids"}
     assert set(tool.input_schema["properties"]) == set(NewMemory.__struct_fields__) - host
     assert mcp_tools.fields(NewMemory) == [f for f in msgspec.structs.fields(NewMemory) if f.name not in host]
+
+
+@pytest.mark.parametrize(("route", "request_type"), [("/v1/stats", ScopeRequest), ("/v1/export", ScopeRequest)])
+def test_a_get_route_takes_its_requests_fields_in_the_query(route: str, request_type: type[Request]) -> None:
+    """The Client sends them so (agentmem.operations.query): the route must read the same names."""
+    from api.app import create_app
+    from api.settings import load
+
+    schema = create_app(load(env={}), mem=None).openapi_schema.to_schema()  # type: ignore[arg-type]
+    params = schema["paths"][route]["get"].get("parameters", [])
+    assert {p["name"] for p in params if p["in"] == "query"} == set(query_names(request_type))
 
 
 def test_include_history_is_on_every_recall_surface() -> None:
