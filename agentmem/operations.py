@@ -65,7 +65,7 @@ class ContextRequest(Request, frozen=True):
 class PinRequest(Request, frozen=True):
     """Exempt a memory (named in the path, or `memory_id` in process) from the sweep, or no longer."""
 
-    pinned: Annotated[bool, _about("false: no longer pinned (the CLI's --off)", flag="--off")] = True
+    pinned: Annotated[bool, _about("false: unpin (--off on the command line)", flag="--off")] = True
 
 
 class SweepRequest(Request, frozen=True):

@@ -1117,7 +1117,7 @@ export interface components {
         /** PinRequest */
         PinRequest: {
             /**
-             * @description false: no longer pinned (the CLI's --off)
+             * @description false: unpin (--off on the command line)
              * @default true
              */
             pinned?: boolean;
