@@ -14,12 +14,21 @@ import msgspec
 
 from agentmem.admission.cli import add_ingest, run_ingest
 from agentmem.bench import Timings, add_bench, run_bench
-from agentmem.consolidate import PASSES
 from agentmem.contract import MemoryAPI
 from agentmem.errors import AgentMemError, ValidationError
 from agentmem.flags import add_flags, arguments
 from agentmem.kinds import KINDS, TIERS
-from agentmem.operations import RecallRequest, RestoreRequest, SweepRequest
+from agentmem.operations import (
+    ConsolidateRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    PinRequest,
+    RebuildRequest,
+    RecallRequest,
+    RestoreRequest,
+    ScopeRequest,
+    SweepRequest,
+)
 from agentmem.records import Hit, MemoryVersion, NewMemory, RememberResult, Triple
 
 EXIT_OK, EXIT_FAILURE = 0, AgentMemError.exit_code  # an error exits with its own exit_code
@@ -72,12 +81,12 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
         c = sub.add_parser(name, help=text)
         c.add_argument("id", type=int)
 
-    sub.add_parser("stats", help="counts over the store and indexes")
+    add_flags(sub.add_parser("stats", help="counts over the store and indexes"), ScopeRequest)
     sub.add_parser("check", help="compare index ids with DuckDB (exit 1 when they differ)")
-    b = sub.add_parser("rebuild", help="rebuild the indexes from DuckDB")
-    b.add_argument("--only", choices=["bm25", "vectors"])
+    add_flags(sub.add_parser("rebuild", help="rebuild the indexes from DuckDB"), RebuildRequest)
     e = sub.add_parser("export", help="write every version and link as JSON Lines")
     e.add_argument("file", nargs="?", default="-", help="output file, - for stdout")
+    add_flags(e, ScopeRequest)
     i = sub.add_parser("import", help="load a JSON Lines export into this data directory")
     i.add_argument("file", help="input file, - for stdin")
 
@@ -92,16 +101,9 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
         if name == "restore":
             add_flags(c, RestoreRequest)
         if name == "pin":
-            c.add_argument("--off", action="store_true", help="unpin")
-    d = sub.add_parser("delete", help="governance delete: erase content for good (needs --reason)")
-    d.add_argument("--id", type=int, action="append", default=[], dest="ids")
-    d.add_argument("--lineage", type=int, action="append", default=[], dest="lineages", help="a whole lineage")
-    d.add_argument("--project", help="filter: this project")
-    d.add_argument("--kind", action="append", default=[], dest="kinds", help="filter: these kinds")
-    d.add_argument("--from", dest="created_from", help="filter: created at or after (ISO 8601)")
-    d.add_argument("--to", dest="created_to", help="filter: created before (ISO 8601)")
-    d.add_argument("--reason", required=True)
-    d.add_argument("--dry-run", action="store_true")
+            add_flags(c, PinRequest)
+    add_flags(sub.add_parser("delete", help="governance delete: erase content for good (needs --reason)"),
+              DeleteRequest)  # fmt: skip
     u = sub.add_parser("audit", help="show the audit log, newest first")
     u.add_argument("--project", action="append")
     u.add_argument("--action", action="append", default=[])
@@ -112,10 +114,9 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     sub.add_parser("compact", help="rewrite the database file so erased content leaves the disk (offline)")
     es = sub.add_parser("end-session", help="a session is over: its observations become one episodic memory")
     es.add_argument("session")
-    es.add_argument("--project", default=os.environ.get("AGENTMEM_PROJECT", "default"))
-    co = sub.add_parser("consolidate", help="run episodic, semantic and procedural consolidation")
-    co.add_argument("--project", action="append", help="only these projects (default: all)")
-    co.add_argument("--pass", dest="passes", action="append", choices=["episodic", "semantic", "procedural"])
+    add_flags(es, EndSessionRequest)
+    add_flags(sub.add_parser("consolidate", help="run episodic, semantic and procedural consolidation"),
+              ConsolidateRequest)  # fmt: skip
     pv = sub.add_parser("provenance", help="the evidence a memory came from, and what was built on it")
     pv.add_argument("id", type=int)
     add_ingest(sub)
@@ -211,10 +212,10 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
             versions = mem.history(args.id)
             _out(args, versions, _history_text(versions))
         elif cmd == "stats":
-            s = mem.stats()
+            s = mem.stats(**arguments(args, ScopeRequest))
             _out(args, s, "\n".join(f"{k}: {v}" for k, v in msgspec.structs.asdict(s).items()))
         elif cmd in ("check", "rebuild"):
-            report = mem.check() if cmd == "check" else mem.rebuild([args.only] if args.only else ("bm25", "vectors"))
+            report = mem.check() if cmd == "check" else mem.rebuild(**arguments(args, RebuildRequest))
             text = [f"expected {report.expected} latest active memories"]
             for r in report.indexes:
                 text.append(f"{r.name}: {r.count} ids, {len(r.missing)} missing, {len(r.extra)} extra")
@@ -225,7 +226,8 @@ def _run(args: argparse.Namespace, open_memory: Opener) -> int:
         elif cmd == "export":
             out = sys.stdout.buffer if args.file == "-" else _open(args.file, "wb")
             try:
-                n = sum(1 for line in mem.export_lines() if out.write(line) is not None)
+                lines = mem.export_lines(**arguments(args, ScopeRequest))
+                n = sum(1 for line in lines if out.write(line) is not None)
             finally:
                 if out is not sys.stdout.buffer:
                     out.close()
@@ -264,7 +266,7 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
         m = mem.restore(args.id, **arguments(args, RestoreRequest))
         _out(args, m, f"restored {_line(m)}")
     elif cmd == "pin":
-        m = mem.pin(args.id, not args.off)
+        m = mem.pin(args.id, **arguments(args, PinRequest))
         _out(args, m, f"{'pinned' if m.pinned else 'unpinned'} {_line(m)}")
     elif cmd == "retention":
         t = mem.retention(args.id)
@@ -272,15 +274,14 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
                       f"decay {t.decay}, access {t.access}{', pinned' if t.pinned else ''}"
                       f"{', expired' if t.expired else ''})")  # fmt: skip
     elif cmd == "delete":
-        how = {k: getattr(args, k) for k in ("ids", "lineages", "project", "kinds", "created_from", "created_to")}
-        d = mem.delete(reason=args.reason, dry_run=args.dry_run, **how)
+        d = mem.delete(**arguments(args, DeleteRequest))
         verb = "would delete" if d.dry_run else "deleted"
         _out(args, d, f"{verb} {d.versions} versions in {d.lineages} lineages: {d.ids}")
     elif cmd == "end-session":
-        e = mem.end_session(args.session, project=args.project)
+        e = mem.end_session(args.session, **arguments(args, EndSessionRequest))
         _out(args, e, f"{e.outcome}: {_line(e.memory)}" if e.memory else e.outcome)
     elif cmd == "consolidate":
-        reports = mem.consolidate(args.project, passes=args.passes or PASSES)
+        reports = mem.consolidate(**arguments(args, ConsolidateRequest))
         text = []
         for report in reports:
             for name in ("episodic", "semantic", "procedural"):

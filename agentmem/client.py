@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -20,28 +19,38 @@ import msgspec
 from agentmem.admission.conversation import load as load_conversation
 from agentmem.admission.scan import ScanReport
 from agentmem.audit import AuditEntry
-from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
+from agentmem.consolidate import ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
 from agentmem.contract import MemoryAPI
 from agentmem.errors import ServiceUnavailableError, ValidationError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
+from agentmem.operations import (
+    ConsolidateRequest,
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    IngestConversationRequest,
+    IngestPathRequest,
+    ObserveRequest,
+    PinRequest,
+    RebuildRequest,
+    RecallRequest,
+    Request,
+    RestoreRequest,
+    ReviseRequest,
+    ScopeRequest,
+    SweepRequest,
+    observation,
+    query,
+)
 from agentmem.records import MemoryVersion, NewMemory, Recalled, RememberResult, Stats
 from agentmem.retention import Retention
-from agentmem.validate import as_new_memory
 from indexes.sync import Consistency
 
 T = TypeVar("T")
 Params = list[tuple[str, str | int | float | bool | None]]
 
 
-# NewMemory fields an observation carries over HTTP, by their name in /v1/observations
-_OBSERVED = {"content": "content", "project": "project", "agent": "agent", "session": "session", "kind": "kind",
-             "tier": "tier", "title": "tool", "source": "source", "source_ref": "source_ref", "valid_from": "at",
-             "salience": "salience"}  # fmt: skip
-_BLANK = msgspec.to_builtins(NewMemory(content=""))
-# options with no meaning over HTTP: the service names the token as actor; one request shows no progress
-_LOCAL_ONLY = frozenset({"actor", "progress"})
 _JSON = {"content-type": "application/json"}
 
 
@@ -128,22 +137,17 @@ class Client(MemoryAPI):
 
     # -- writing ------------------------------------------------------------
 
-    def remember(
-        self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
-    ) -> RememberResult:
-        new = as_new_memory(item, fields)
+    def _remember(self, new: NewMemory, *, actor: str) -> RememberResult:
         body = {k: v for k, v in self._json(new).items() if v is not None and v != []}
         return self._call("POST", "/v1/memories", RememberResult, json=body)  # type: ignore[no-any-return]
 
-    def revise(
-        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
-    ) -> RememberResult:
-        body = {"content": content, "reason": reason, **self._json(changes)}
-        return self._call("POST", f"/v1/memories/{int(memory_id)}/versions", RememberResult, json=body)  # type: ignore[no-any-return]
+    def _revise(self, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
+        path = f"/v1/memories/{int(memory_id)}/versions"
+        return self._call("POST", path, RememberResult, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
-    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
-        body = {"observations": [_observation(n, m) for n, m in enumerate(items)]}
-        return self._call("POST", "/v1/observations", _Observed, json=body).memories  # type: ignore[no-any-return]
+    def _observe(self, items: list[NewMemory], *, actor: str) -> list[MemoryVersion]:
+        body = _body(ObserveRequest(observations=[observation(n, m) for n, m in enumerate(items)]))
+        return self._call("POST", "/v1/observations", _Observed, content=body, headers=_JSON).memories  # type: ignore[no-any-return]
 
     # -- reading ------------------------------------------------------------
 
@@ -185,24 +189,23 @@ class Client(MemoryAPI):
 
     # -- upkeep -------------------------------------------------------------
 
-    def stats(self, projects: Sequence[str] | None = None) -> Stats:
-        params: Params = [("project", p) for p in projects or ()]
-        return self._call("GET", "/v1/stats", Stats, params=params)  # type: ignore[no-any-return]
+    def _stats(self, request: ScopeRequest) -> Stats:
+        return self._call("GET", "/v1/stats", Stats, params=query(request))  # type: ignore[no-any-return]
 
     def check(self) -> Consistency:
         return self._call("POST", "/v1/check", Consistency)  # type: ignore[no-any-return]
 
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
-        """Start an online rebuild of `which` and wait for it."""
-        self._call("POST", "/v1/rebuild", json={"which": list(which)})
+    def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency:
+        """Start an online rebuild and wait for it."""
+        self._call("POST", "/v1/rebuild", content=_body(request), headers=_JSON)
         while (status := self._call("GET", "/v1/rebuild", _Rebuild)).state == "running":
             time.sleep(self.poll_seconds)
         if status.state != "done":
             raise ServiceUnavailableError(f"rebuild {status.state}: {status.message}")
         return self.check()
 
-    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
-        params: Params = [("project", p) for p in projects or ()]
+    def _export_lines(self, request: ScopeRequest) -> Iterator[bytes]:
+        params = query(request)
         with self._http.stream("GET", "/v1/export", params=params) as r:
             if r.status_code >= 400:
                 r.read()
@@ -231,11 +234,9 @@ class Client(MemoryAPI):
         path, body = f"/v1/memories/{int(memory_id)}/pin", msgspec.json.encode(request)
         return self._call("POST", path, MemoryVersion, content=body, headers=_JSON)  # type: ignore[no-any-return]
 
-    def delete(self, *, reason: str, **how: Any) -> DeleteReport:
-        """`how` as in `Memory.delete`; `scope` narrows the token's projects, unknown options are a 400."""
-        how.pop("actor", None)
-        body = {"reason": reason, **{k: v for k, v in self._json(how).items() if v not in (None, [], ())}}
-        return self._call("POST", "/v1/delete", DeleteReport, json=body)  # type: ignore[no-any-return]
+    def _delete(self, request: DeleteRequest, *, actor: str) -> DeleteReport:
+        """`scope` narrows the token's projects."""
+        return self._call("POST", "/v1/delete", DeleteReport, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
     def audit(
         self,
@@ -259,51 +260,36 @@ class Client(MemoryAPI):
 
     # -- consolidation --------------------------------------------------------
 
-    def consolidate(
-        self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
-    ) -> list[ConsolidationReport]:
-        body = {"projects": list(projects) if projects else None, "passes": list(passes)}
-        return self._call("POST", "/v1/consolidate", list[ConsolidationReport], json=body)  # type: ignore[no-any-return]
+    def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[ConsolidationReport]:
+        body = _body(request)
+        return self._call("POST", "/v1/consolidate", list[ConsolidationReport], content=body, headers=_JSON)  # type: ignore[no-any-return]
 
-    def end_session(self, session: str, *, project: str, actor: str = "local") -> EpisodeResult:
+    def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult:
         path = f"/v1/sessions/{quote(session, safe='')}/end"
-        return self._call("POST", path, EpisodeResult, json={"project": project})  # type: ignore[no-any-return]
+        return self._call("POST", path, EpisodeResult, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
     # -- admission ------------------------------------------------------------
 
-    def ingest_conversation(
-        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
-    ) -> ScanReport:
-        """A conversation file (read and parsed here) or its messages, sent to the service's admission policy.
-        Options as in `Memory.ingest_conversation`: session, include_assistant, dry_run, agent, use_provider."""
-        body = _options("ingest_conversation", options, ("session", "include_assistant", "dry_run", "agent",
-                                                          "use_provider"))  # fmt: skip
+    def _ingest_conversation(self, request: IngestConversationRequest, *, actor: str, progress: bool) -> ScanReport:
+        """A conversation file (read and parsed here) or its messages, sent to the service's admission policy."""
         skipped: dict[str, int] = {}
-        if isinstance(conversation, str | Path):
-            parsed = load_conversation(conversation)
-            messages: list[Any] = [msgspec.to_builtins(m) for m in parsed.messages]
-            body["session"], skipped = body.get("session") or parsed.session, parsed.skipped
-        else:
-            messages = [msgspec.to_builtins(m) for m in conversation]
-        body |= {"messages": messages, "project": project}
-        report = self._call("POST", "/v1/ingest/conversation", ScanReport, json=body)
+        if isinstance(request.messages, str):
+            parsed = load_conversation(request.messages)
+            session = request.session if request.session is not None else parsed.session
+            request = msgspec.structs.replace(request, messages=parsed.messages, session=session)
+            skipped = parsed.skipped
+        body = _body(request)
+        report = self._call("POST", "/v1/ingest/conversation", ScanReport, content=body, headers=_JSON)
         if skipped:  # messages this side could not read never reached the service: count them too
             keys: set[str] = set(report.skipped) | set(skipped)
             merged = {k: report.skipped.get(k, 0) + skipped.get(k, 0) for k in keys}
             report = msgspec.structs.replace(report, skipped=dict(sorted(merged.items())))
         return report  # type: ignore[no-any-return]
 
-    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """Notes under `path` on the service's machine (admin token). Options: dry_run, agent."""
-        return self._ingest_path("notes", path, project, _options("ingest_notes", options, ("dry_run", "agent")))
-
-    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """A source tree under `path` on the service's machine (admin token). Options: dry_run, agent."""
-        return self._ingest_path("code", path, project, _options("ingest_code", options, ("dry_run", "agent")))
-
-    def _ingest_path(self, what: str, path: str | Path, project: str | None, body: dict[str, Any]) -> ScanReport:
-        body |= {"path": str(path), "project": project}
-        return self._call("POST", f"/v1/ingest/{what}", ScanReport, json=body)  # type: ignore[no-any-return]
+    def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport:
+        """Notes or a source tree under `path` on the service's machine (admin token)."""
+        path = f"/v1/ingest/{what}"
+        return self._call("POST", path, ScanReport, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
     def health(self) -> bool:
         try:
@@ -323,23 +309,10 @@ def ndjson_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield rest + b"\n"
 
 
-def _given(body: dict[str, Any]) -> dict[str, Any]:
-    """The body without the arguments left unset (the service applies its own defaults)."""
-    return {k: v for k, v in body.items() if v is not None}
-
-
-def _observation(n: int, item: NewMemory) -> dict[str, Any]:
-    """A NewMemory as /v1/observations takes it; a field it cannot carry is an error, never dropped."""
-    fields = msgspec.to_builtins(item)
-    unsent = sorted(f for f, v in fields.items() if f not in _OBSERVED and v != _BLANK[f])
-    if unsent:
-        raise ValidationError(f"observation {n}: {', '.join(unsent)} cannot be sent to /v1/observations")
-    return {_OBSERVED[f]: v for f, v in fields.items() if f in _OBSERVED and v is not None}
-
-
-def _options(method: str, options: dict[str, Any], sent: tuple[str, ...]) -> dict[str, Any]:
-    """The admission options to send; one the service does not take is a TypeError, as in process."""
-    unknown = sorted(set(options) - set(sent) - _LOCAL_ONLY)
-    if unknown:
-        raise TypeError(f"{method}() got unexpected keyword arguments over HTTP: {', '.join(unknown)}")
-    return {k: options[k] for k in sent if k in options}
+def _body(request: Request) -> bytes:
+    """A request as its JSON body; a value of a wrong type (in process, the keyword methods do not
+    check types) is a ValidationError, as the service would answer."""
+    try:
+        return msgspec.json.encode(request)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{type(request).__name__}: {exc}") from None

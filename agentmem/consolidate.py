@@ -16,12 +16,13 @@ from typing import Literal
 import msgspec
 import numpy as np
 
-from agentmem import writes
+from agentmem import validate, writes
 from agentmem.audit import AuditEntry
 from agentmem.claims import CLAIM
 from agentmem.engine import Engine
 from agentmem.errors import NotFoundError, ProviderError, ValidationError
 from agentmem.filters import Filter
+from agentmem.operations import ConsolidateRequest, EndSessionRequest
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforced, reinforcement
 from agentmem.supersede import NEVER_SUPERSEDED
@@ -68,10 +69,9 @@ class EpisodeResult(msgspec.Struct, frozen=True, kw_only=True):
 # -- the run ---------------------------------------------------------------------------
 
 
-def run(
-    mem: Engine, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
-) -> list[ConsolidationReport]:
+def run(mem: Engine, request: ConsolidateRequest, *, actor: str = "local") -> list[ConsolidationReport]:
     """Run the passes over each project (default: every project with current memories)."""
+    projects, passes = request.projects, request.passes
     for p in passes:
         if p not in PASSES:
             raise ValidationError(f"unknown pass {p!r}: choose from {', '.join(PASSES)}")
@@ -134,6 +134,13 @@ def _current_episode(mem: Engine, project: str, session: str) -> MemoryVersion |
     return found[0] if found else None
 
 
+def end_session(mem: Engine, session: str, request: EndSessionRequest, *, actor: str = "local") -> EpisodeResult:
+    """The end_session operation: the session's observations become its episodic memory."""
+    session = validate.name(session, "session", mem.config, required=True)  # type: ignore[assignment]
+    project = validate.name(request.project, "project", mem.config, required=True)
+    return episode(mem, project, session, actor=actor)  # type: ignore[arg-type]
+
+
 def episode(mem: Engine, project: str, session: str, *, actor: str = "local") -> EpisodeResult:
     """Turn one session's observations into its episodic memory (or a new version of it)."""
     observed = mem.store.versions(RAW.narrow(projects=(project,), session=session), order="valid_from")
@@ -148,7 +155,7 @@ def episode(mem: Engine, project: str, session: str, *, actor: str = "local") ->
     except ProviderError:
         return EpisodeResult(outcome="failed", memory=None)
     if existing is not None:
-        result = writes.revise(
+        result = writes.new_version(
             mem, existing.id, text, reason="new observations", actor=actor, changes={"source_ids": ids}
         )
         return EpisodeResult(outcome="updated", memory=result.memory)

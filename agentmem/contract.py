@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from agentmem.admission.scan import ScanReport
@@ -26,9 +26,24 @@ from agentmem.audit import AuditEntry
 from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Provenance
 from agentmem.context import Context
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
-from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange
+from agentmem.operations import (
+    ConsolidateRequest,
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    IngestConversationRequest,
+    IngestPathRequest,
+    PinRequest,
+    RebuildRequest,
+    RecallRequest,
+    RestoreRequest,
+    ReviseRequest,
+    ScopeRequest,
+    SweepRequest,
+)
+from agentmem.records import Hit, MemoryVersion, NewMemory, Recalled, RememberResult, Stats, TimeRange, Triple
 from agentmem.retention import Retention
+from agentmem.validate import as_new_memory
 from indexes.sync import Consistency
 
 
@@ -38,11 +53,44 @@ class MemoryAPI(Protocol):
     # -- writing
     def remember(
         self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
-    ) -> RememberResult: ...
+    ) -> RememberResult:
+        """Store a memory: create it, reinforce the same memory, or supersede the one it replaces.
+
+        Takes a `NewMemory`, or its fields as keywords (content first or as `content=`). `actor`
+        names the caller in the audit log when the memory supersedes another.
+        """
+        return self._remember(as_new_memory(item, fields), actor=actor)
+
     def revise(
-        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
-    ) -> RememberResult: ...
-    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]: ...
+        self,
+        memory_id: int,
+        content: str,
+        *,
+        reason: str = "explicit",
+        kind: str | None = None,
+        tier: str | None = None,
+        title: str | None = None,
+        key: str | None = None,
+        triple: Triple | None = None,
+        salience: float | None = None,
+        pinned: bool | None = None,
+        expires_at: datetime | str | None = None,
+        actor: str = "local",
+    ) -> RememberResult:
+        """Write a new version of a current memory; fields left out carry over (see `ReviseRequest`)."""
+        return self._revise(memory_id, ReviseRequest(**_given(locals(), "memory_id")), actor=actor)
+
+    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
+        """Record a batch of raw observations or events in one transaction: all or nothing (see
+        `ObserveRequest`: over HTTP each item is an `Observation`).
+
+        They never supersede or reinforce anything; consolidation turns them into memories later.
+        Each sentence of an observation that states something becomes a claim of its own (kind
+        `claim`, derived from the observation), created, reinforced or superseding like a
+        remembered memory (see agentmem.claims; `Config.claims`). Returns the observations.
+        """
+        return self._observe(list(items), actor=actor)
+
 
     # -- reading
     def recall(
@@ -109,10 +157,19 @@ class MemoryAPI(Protocol):
     def provenance(self, memory_id: int) -> Provenance: ...
 
     # -- upkeep
-    def stats(self, projects: Sequence[str] | None = None) -> Stats: ...
+    def stats(self, projects: Sequence[str] | None = None) -> Stats:
+        """Counts over the store and the indexes; within `projects` when given (see `ScopeRequest`)."""
+        return self._stats(ScopeRequest(**_given(locals())))
+
     def check(self) -> Consistency: ...
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency: ...
-    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]: ...
+    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
+        """Rebuild indexes from the store of record while recall keeps serving (see `RebuildRequest`)."""
+        return self._rebuild(RebuildRequest(**_given(locals())), actor=actor)
+
+    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
+        """JSON Lines: a header, every version with its embedding, every link (see `ScopeRequest`)."""
+        return self._export_lines(ScopeRequest(**_given(locals())))
+
     def import_lines(self, lines: Iterable[bytes | str]) -> int: ...
 
     # -- lifecycle
@@ -137,7 +194,23 @@ class MemoryAPI(Protocol):
         """Exempt a memory from the sweep, or no longer (see `PinRequest`)."""
         return self._pin(memory_id, PinRequest(pinned=pinned), actor=actor)
 
-    def delete(self, *, reason: str, **how: Any) -> DeleteReport: ...
+    def delete(
+        self,
+        *,
+        reason: str,
+        ids: Sequence[int] = (),
+        lineages: Sequence[int] = (),
+        project: str | None = None,
+        kinds: Sequence[str] = (),
+        created_from: datetime | str | None = None,
+        created_to: datetime | str | None = None,
+        scope: Sequence[str] | None = None,
+        dry_run: bool = False,
+        actor: str = "local",
+    ) -> DeleteReport:
+        """The governance delete: erase content by ids, lineages or a filter (see `DeleteRequest`)."""
+        return self._delete(DeleteRequest(**_given(locals())), actor=actor)
+
     def audit(
         self,
         *,
@@ -153,27 +226,85 @@ class MemoryAPI(Protocol):
     # -- consolidation
     def consolidate(
         self, projects: Sequence[str] | None = None, *, passes: Sequence[str] = PASSES, actor: str = "local"
-    ) -> list[ConsolidationReport]: ...
-    def end_session(self, session: str, *, project: str, actor: str = "local") -> EpisodeResult: ...
+    ) -> list[ConsolidationReport]:
+        """Episodic, semantic and procedural consolidation over each project (see `ConsolidateRequest`)."""
+        return self._consolidate(ConsolidateRequest(**_given(locals())), actor=actor)
+
+    def end_session(self, session: str, *, project: str | None = None, actor: str = "local") -> EpisodeResult:
+        """A session is over: its observations become one episodic memory (see `EndSessionRequest`)."""
+        return self._end_session(session, EndSessionRequest(**_given(locals(), "session")), actor=actor)
 
     # -- admission
     def ingest_conversation(
-        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
-    ) -> ScanReport: ...
-    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport: ...
-    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport: ...
+        self,
+        messages: str | Path | Sequence[Any],
+        *,
+        project: str | None = None,
+        session: str | None = None,
+        include_assistant: bool = False,
+        dry_run: bool = False,
+        agent: str | None = None,
+        use_provider: bool = False,
+        actor: str = "local",
+        progress: bool = False,
+    ) -> ScanReport:
+        """A session's messages, or a JSON / JSON Lines file of them, through the admission policy
+        (see `IngestConversationRequest`); `progress` shows a bar in process."""
+        request = IngestConversationRequest(**_given(locals(), "progress"))
+        return self._ingest_conversation(request, actor=actor, progress=progress)
+
+    def ingest_notes(
+        self,
+        path: str | Path,
+        *,
+        project: str | None = None,
+        dry_run: bool = False,
+        agent: str | None = None,
+        actor: str = "local",
+        progress: bool = False,
+    ) -> ScanReport:
+        """A directory of Markdown notes through the admission policy (see `IngestPathRequest`);
+        `progress` shows a bar in process."""
+        return self._ingest_path("notes", IngestPathRequest(**_given(locals(), "progress")), actor, progress)
+
+    def ingest_code(
+        self,
+        path: str | Path,
+        *,
+        project: str | None = None,
+        dry_run: bool = False,
+        agent: str | None = None,
+        actor: str = "local",
+        progress: bool = False,
+    ) -> ScanReport:
+        """A source tree's declarations and documentation through the admission policy (see
+        `IngestPathRequest`); `progress` shows a bar in process."""
+        return self._ingest_path("code", IngestPathRequest(**_given(locals(), "progress")), actor, progress)
 
     def close(self) -> None: ...
 
     # -- what Memory and Client each do with an operation's request (the keyword methods above build it)
+    def _remember(self, new: NewMemory, *, actor: str) -> RememberResult: ...
+    def _observe(self, items: list[NewMemory], *, actor: str) -> list[MemoryVersion]: ...
     def _search(self, request: RecallRequest) -> Recalled: ...
     def _context(self, request: ContextRequest) -> Context: ...
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion: ...
     def _sweep(self, request: SweepRequest, *, actor: str) -> SweepReport: ...
     def _restore(self, memory_id: int, request: RestoreRequest, *, actor: str) -> MemoryVersion: ...
+    def _revise(self, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult: ...
+    def _delete(self, request: DeleteRequest, *, actor: str) -> DeleteReport: ...
+    def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[ConsolidationReport]: ...
+    def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult: ...
+    def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency: ...
+    def _stats(self, request: ScopeRequest) -> Stats: ...
+    def _export_lines(self, request: ScopeRequest) -> Iterator[bytes]: ...
+    def _ingest_conversation(self, request: IngestConversationRequest, *, actor: str, progress: bool) -> ScanReport: ...
+    def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport: ...
 
 
-def _given(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A keyword method's arguments as its request's fields (lists for sequences; not self, not actor)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items() if k not in ("self", "actor")}
-
+def _given(arguments: dict[str, Any], *path: str) -> dict[str, Any]:
+    """A keyword method's arguments as its request's fields (lists for sequences; not self, not actor,
+    not the id `path` names, which the HTTP path carries)."""
+    left_out = ("self", "actor", "request", *path)
+    plain = {k: str(v) if isinstance(v, PurePath) else v for k, v in arguments.items() if k not in left_out}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in plain.items()}

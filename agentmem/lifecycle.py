@@ -20,7 +20,7 @@ from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
-from agentmem.operations import PinRequest, RestoreRequest, SweepRequest
+from agentmem.operations import DeleteRequest, PinRequest, RestoreRequest, SweepRequest
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
 from agentmem.serving import gated
@@ -180,20 +180,7 @@ def pin(engine: Engine, memory_id: int, request: PinRequest, *, actor: str = "lo
     return changed
 
 
-def delete(
-    engine: Engine,
-    *,
-    reason: str,
-    ids: Sequence[int] = (),
-    lineages: Sequence[int] = (),
-    project: str | None = None,
-    kinds: Sequence[str] = (),
-    created_from: datetime | str | None = None,
-    created_to: datetime | str | None = None,
-    scope: Sequence[str] | None = None,
-    dry_run: bool = False,
-    actor: str = "local",
-) -> DeleteReport:
+def delete(engine: Engine, request: DeleteRequest, *, actor: str = "local") -> DeleteReport:
     """The one hard delete: content, title, key, triple and vector of the chosen versions are erased.
 
     Choose versions by `ids`, by whole `lineages` (any id of the lineage), or by a filter of
@@ -201,11 +188,13 @@ def delete(
     version leaves a tombstone (id, lineage, project, kind, times, the reason) and the delete
     leaves one audit record. `scope` limits which projects may be touched (None: all).
     """
-    reason = validate.content(reason if isinstance(reason, str) else "", engine.config, "reason")
+    r, dry_run, scope = request, request.dry_run, request.scope
+    ids, lineages = r.ids, r.lineages
+    reason = validate.content(r.reason if isinstance(r.reason, str) else "", engine.config, "reason")
     targets = [validate.memory_id(i, "ids") for i in ids] + [validate.memory_id(i, "lineages") for i in lineages]
-    project = validate.name(project, "project", engine.config)
-    kinds = validate.choices(kinds, engine.config.kinds, "kind")
-    start, end = validate.utc(created_from, "created_from"), validate.utc(created_to, "created_to")
+    project = validate.name(r.project, "project", engine.config)
+    kinds = validate.choices(r.kinds, engine.config.kinds, "kind")
+    start, end = validate.utc(r.created_from, "created_from"), validate.utc(r.created_to, "created_to")
     filtered = project is not None or bool(kinds) or start is not None or end is not None
     if targets and filtered:
         raise ValidationError("delete either by ids/lineages or by a filter (project, kinds, dates), not both")

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -30,7 +29,21 @@ from agentmem.errors import ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
-from agentmem.operations import ContextRequest, PinRequest, RecallRequest, RestoreRequest, SweepRequest
+from agentmem.operations import (
+    ConsolidateRequest,
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    IngestConversationRequest,
+    IngestPathRequest,
+    PinRequest,
+    RebuildRequest,
+    RecallRequest,
+    RestoreRequest,
+    ReviseRequest,
+    ScopeRequest,
+    SweepRequest,
+)
 from agentmem.provider import Provider
 from agentmem.recall import pipeline
 from agentmem.recall.candidates import VectorHealth, message
@@ -144,30 +157,16 @@ class Memory(MemoryAPI):
 
     # -- writing -----------------------------------------------------------
 
-    def remember(
-        self, item: NewMemory | str | None = None, /, *, actor: str = "local", **fields: Any
-    ) -> RememberResult:
-        """Store a memory: create it, reinforce the same memory, or supersede the one it replaces.
+    def _remember(self, new: NewMemory, *, actor: str) -> RememberResult:
+        """Create, reinforce or supersede (see agentmem.writes)."""
+        return writes.remember(self.engine, writes.prepared(self.engine, new, {}), actor=actor)
 
-        Takes a `NewMemory`, or its fields as keywords (content first or as `content=`). `actor`
-        names the caller in the audit log when the memory supersedes another.
-        """
-        return writes.remember(self.engine, writes.prepared(self.engine, item, fields), actor=actor)
-
-    def revise(
-        self, memory_id: int, content: str, *, reason: str = "explicit", actor: str = "local", **changes: Any
-    ) -> RememberResult:
+    def _revise(self, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
         """Write a new version of a current memory; unchanged fields carry over from it."""
-        return writes.revise(self.engine, memory_id, content, reason=reason, actor=actor, changes=changes)
+        return writes.revise(self.engine, memory_id, request, actor=actor)
 
-    def observe(self, items: Sequence[NewMemory], *, actor: str = "local") -> list[MemoryVersion]:
-        """Record a batch of raw observations or events in one transaction: all or nothing.
-
-        They never supersede or reinforce anything; consolidation turns them into memories later.
-        Each sentence of an observation that states something becomes a claim of its own (kind
-        `claim`, derived from the observation), created, reinforced or superseding like a
-        remembered memory (see agentmem.claims; `Config.claims`). Returns the observations.
-        """
+    def _observe(self, items: list[NewMemory], *, actor: str) -> list[MemoryVersion]:
+        """Raw observations in one transaction (see agentmem.writes.observe)."""
         return writes.observe(self.engine, items, actor=actor)
 
     # -- reading -----------------------------------------------------------
@@ -244,9 +243,9 @@ class Memory(MemoryAPI):
 
     # -- upkeep ------------------------------------------------------------
 
-    def export_lines(self, projects: Sequence[str] | None = None) -> Iterator[bytes]:
+    def _export_lines(self, request: ScopeRequest) -> Iterator[bytes]:
         """JSON Lines: a header, every version with its embedding, every link (see agentmem.transfer)."""
-        return transfer.export_lines(self.engine, projects)
+        return transfer.export_lines(self.engine, request)
 
     def import_lines(self, lines: Iterable[bytes | str]) -> int:
         """Load an export in one transaction; returns how many versions it held."""
@@ -268,9 +267,9 @@ class Memory(MemoryAPI):
     def _pin(self, memory_id: int, request: PinRequest, *, actor: str) -> MemoryVersion:
         return lifecycle.pin(self.engine, memory_id, request, actor=actor)
 
-    def delete(self, *, reason: str, **how: Any) -> lifecycle.DeleteReport:
+    def _delete(self, request: DeleteRequest, *, actor: str) -> lifecycle.DeleteReport:
         """The governance delete: erase content by ids, lineages or a filter (see agentmem.lifecycle.delete)."""
-        return lifecycle.delete(self.engine, reason=reason, **how)
+        return lifecycle.delete(self.engine, request, actor=actor)
 
     def audit(
         self,
@@ -298,21 +297,13 @@ class Memory(MemoryAPI):
             limit=limit,
         )
 
-    def consolidate(
-        self,
-        projects: Sequence[str] | None = None,
-        *,
-        passes: Sequence[str] = consolidation.PASSES,
-        actor: str = "local",
-    ) -> list[consolidation.ConsolidationReport]:
+    def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[consolidation.ConsolidationReport]:
         """Episodic, semantic and procedural consolidation over each project (see agentmem.consolidate)."""
-        return consolidation.run(self.engine, projects, passes=passes, actor=actor)
+        return consolidation.run(self.engine, request, actor=actor)
 
-    def end_session(self, session: str, *, project: str, actor: str = "local") -> consolidation.EpisodeResult:
+    def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> consolidation.EpisodeResult:
         """A session is over: its observations become one episodic memory (or update it)."""
-        session = validate.name(session, "session", self.config, required=True)  # type: ignore[assignment]
-        project = validate.name(project, "project", self.config, required=True)  # type: ignore[assignment]
-        return consolidation.episode(self.engine, project, session, actor=actor)
+        return consolidation.end_session(self.engine, session, request, actor=actor)
 
     def provenance(self, memory_id: int) -> consolidation.Provenance:
         """The evidence a memory was built from (with their sessions), and the memories built on it."""
@@ -327,14 +318,14 @@ class Memory(MemoryAPI):
         """Ids in each index against the latest active ids in DuckDB, and the store's own invariants."""
         return self.engine.check()
 
-    def rebuild(self, which: Sequence[str] = ("bm25", "vectors"), *, actor: str = "local") -> Consistency:
+    def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency:
         """Rebuild indexes from DuckDB (no re-embedding) while the engine stays open."""
-        return self.engine.rebuild(list(which), actor=actor)
+        return self.engine.rebuild(list(request.which), actor=actor)
 
-    def stats(self, projects: Sequence[str] | None = None) -> Stats:
+    def _stats(self, request: ScopeRequest) -> Stats:
         """Counts over the store and the indexes; within `projects` when given, every figure
         (index sizes and pending index changes too) counts only those projects' memories."""
-        s = self.store
+        s, projects = self.store, request.projects
         scope = Filter(projects=None if projects is None else tuple(projects))
         ix = self.indexes
         if projects is None:
@@ -361,18 +352,11 @@ class Memory(MemoryAPI):
 
     # -- admission: conversations, notes and source trees (see agentmem.admission) --
 
-    def ingest_conversation(
-        self, conversation: str | Path | Sequence[Any], *, project: str | None, **options: Any
-    ) -> ScanReport:
-        """A session's messages (a JSON / JSON Lines file, or a list of messages) through the admission
-        policy into memories. Options: session, include_assistant, dry_run, agent, actor, progress,
-        use_provider (the configured provider proposes claims too; the same policy judges them)."""
-        return admission.ingest_conversation(self.engine, conversation, project=project, **options)
+    def _ingest_conversation(self, request: IngestConversationRequest, *, actor: str, progress: bool) -> ScanReport:
+        """A session's messages (or a JSON / JSON Lines file of them) through the admission policy."""
+        return admission.ingest_conversation(self.engine, request, actor=actor, progress=progress)
 
-    def ingest_notes(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """A directory of Markdown notes through the admission policy (`file:line` provenance)."""
-        return admission.ingest_notes(self.engine, path, project=project, **options)
-
-    def ingest_code(self, path: str | Path, *, project: str | None, **options: Any) -> ScanReport:
-        """A source tree's declarations and their documentation through the admission policy."""
-        return admission.ingest_code(self.engine, path, project=project, **options)
+    def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport:
+        """Notes (`file:line` provenance) or a source tree's declarations through the admission policy."""
+        scan = admission.ingest_notes if what == "notes" else admission.ingest_code
+        return scan(self.engine, request, actor=actor, progress=progress)

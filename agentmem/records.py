@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
 MAX_ID = 2**53  # ids stay exact in JSON numbers everywhere
 
 Outcome = Literal["created", "reinforced", "superseded"]
+
+
+def _about(text: str) -> msgspec.Meta:
+    """A field's description (the OpenAPI schema, the MCP tool, docs/reference/operations.md)."""
+    return msgspec.Meta(description=text)
+
+
+_SET_BY_HOST = msgspec.Meta(extra={"mcp": False})  # who and where: the MCP server fills it in
 
 
 class Triple(msgspec.Struct, frozen=True):
@@ -63,26 +71,48 @@ class MemoryVersion(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class NewMemory(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a caller asks to remember; everything but content and project has a default."""
+    """What a caller asks to remember (the remember operation's arguments); everything but content
+    and project has a default. `_SET_BY_HOST` fields are the MCP server's to fill, not a tool argument's."""
 
+    content: Annotated[str, _about("the memory, as one self-contained sentence")]
+    project: Annotated[str | None, _about("the project it belongs to")] = None
+    kind: Annotated[
+        str, _about("fact, preference, decision, config, identity, lesson, procedure, event or observation")
+    ] = "fact"
+    tier: Annotated[str, _about("working, episodic, semantic or procedural")] = "semantic"
+    title: Annotated[str | None, _about("a short title")] = None
+    key: Annotated[
+        str | None,
+        _about(
+            "a stable slot such as 'db.engine' or 'user.editor': remembering the same key again supersedes the "
+            "old value (kept in history); use one for anything that may change"
+        ),
+    ] = None
+    triple: Annotated[
+        Triple | None, _about("a (subject, predicate, object) claim: a new object for the same two supersedes")
+    ] = None
+    agent: Annotated[str | None, _SET_BY_HOST, _about("the agent that learned it")] = None
+    session: Annotated[str | None, _SET_BY_HOST, _about("the session it was learned in")] = None
+    source: Annotated[str, _SET_BY_HOST, _about("what recorded it: api, cli, mcp, ...")] = "api"
+    source_ref: Annotated[str | None, _SET_BY_HOST, _about("where in the source, e.g. file:line")] = None
+    source_ids: Annotated[list[int], _SET_BY_HOST, _about("the memories it was derived from (its evidence)")] = []
+    salience: Annotated[float, _about("how much it matters, 0 to 1")] = 0.5
+    confidence: Annotated[float | None, _about("how sure, 0 to 1 (default from its kind)")] = None
+    valid_from: Annotated[datetime | None, _about("since when it holds (ISO 8601; default now)")] = None
+    expires_at: Annotated[datetime | None, _about("when it expires (ISO 8601)")] = None
+    ttl_days: Annotated[float | None, _about("expire after this many days")] = None
+    pinned: Annotated[bool, _about("never archived by the sweep")] = False
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One message of a session: who said what, when, under which id (agentmem.admission.conversation)."""
+
+    role: str
     content: str
-    project: str | None = None
-    kind: str = "fact"
-    tier: str = "semantic"
-    title: str | None = None
-    key: str | None = None
-    triple: Triple | None = None
-    agent: str | None = None
-    session: str | None = None
-    source: str = "api"
-    source_ref: str | None = None
-    source_ids: list[int] = []
-    salience: float = 0.5
-    confidence: float | None = None
-    valid_from: datetime | None = None
-    expires_at: datetime | None = None
-    ttl_days: float | None = None
-    pinned: bool = False
+    time: datetime | None = None
+    id: str | None = None
+    name: str | None = None
+    type: str | None = None
 
 
 class NearDuplicate(msgspec.Struct, frozen=True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 import msgspec
@@ -16,6 +16,7 @@ from agentmem.config import Config
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
+from agentmem.operations import ScopeRequest
 from agentmem.records import Link, MemoryVersion
 from agentmem.serving import gated
 from agentmem.supersede import NEVER_SUPERSEDED
@@ -86,10 +87,10 @@ _decoder = msgspec.json.Decoder(_HeaderLine | _VersionLine | _LinkLine | _AuditL
 MAX_IMPORT_ID = MAX_ID // 2  # an import may not use up the id space: the upper half stays for new memories
 
 
-def export_lines(engine: Engine, projects: Sequence[str] | None = None) -> Iterator[bytes]:
-    """JSON Lines for the store (or `projects`): a header, then versions by id, then their links,
+def export_lines(engine: Engine, request: ScopeRequest) -> Iterator[bytes]:
+    """JSON Lines for the store (or its `projects`): a header, then versions by id, then their links,
     then the audit log, oldest entry first (with `projects`, their entries only)."""
-    store, model = engine.store, engine.serving.model
+    store, model, projects = engine.store, engine.serving.model, request.projects
     yield (
         _encoder.encode(
             Header(FORMAT, FORMAT_VERSION, store.schema_version, model, engine.serving.embedder.dim, engine.clock())

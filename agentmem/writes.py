@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from agentmem import adjudicate, claims, validate
@@ -19,6 +20,7 @@ from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
+from agentmem.operations import ReviseRequest
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforcement
 from agentmem.serving import gated
@@ -176,11 +178,19 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tup
     return decision, candidates
 
 
+def revise(engine: Engine, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
+    """The revise operation: a new version of a current memory with the fields `request` gives."""
+    given = msgspec.structs.asdict(request)
+    changes = {k: v for k, v in given.items() if v is not None and k not in ("content", "reason")}
+    return new_version(engine, memory_id, request.content, reason=request.reason, actor=actor, changes=changes)
+
+
 @gated
-def revise(
+def new_version(
     engine: Engine, memory_id: int, content: str, *, reason: str, actor: str, changes: dict[str, Any]
 ) -> RememberResult:
-    """A new version of a current memory; unchanged fields carry over from it."""
+    """A new version of a current memory; unchanged fields carry over from it, `changes` (any
+    NewMemory field) replace theirs."""
     reason = validate.content(reason, engine.config, "reason")
     unknown = set(changes) - set(NewMemory.__struct_fields__)
     if unknown:

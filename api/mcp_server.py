@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from inspect import Parameter
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -22,10 +23,21 @@ from agentmem.errors import (
     StoreLockedError,
     ValidationError,
 )
+from agentmem.operations import (
+    ContextRequest,
+    DeleteRequest,
+    EndSessionRequest,
+    Observation,
+    RecallRequest,
+    arguments,
+    observed,
+)
 from agentmem.records import NewMemory
 from api.mcp_backend import McpSettings, Scoped, memory_view
+from api.mcp_tools import add_tool
 
 T = TypeVar("T")
+R = TypeVar("R", bound=msgspec.Struct)
 
 INSTRUCTIONS = """\
 agentmem is your long-term memory for this project. It keeps one current version of each fact and the
@@ -43,6 +55,30 @@ ProjectArg = Annotated[
     str | None,
     Field(description="Leave empty: the configured project is used. Only projects this server allows are accepted."),
 ]
+
+
+REMEMBER = """Store a durable memory. agentmem decides whether it is new (created), says the same as a current
+memory (reinforced), or replaces one (superseded: same key, same subject and predicate, or the same
+statement with a new value). The reply says which, and lists near duplicates worth checking."""
+RECALL = """Search memories, best first: current ones only (superseded versions never come back unless
+`include_superseded`), or with `as_of` the versions that were valid at that time. `has_history` marks
+memories that replaced older versions; read them with `history` (or ask for them with `include_history`).
+A hit with `older_than` states the same thing as the newer hit it names, with an older value
+(`older_reason` says what judged so): prefer the newer one. A claim (one sentence of an observed turn)
+carries `stated_in`, the turn it was said in. `time_range` ('last week', 'in March', or an ISO 8601
+interval) ranks memories from then higher and never hides others; `window` says which time window was
+understood, if any."""
+CONTEXT = """A bounded, prompt-ready working set: the current memories most relevant to `query`, one line each
+with kind and since when it holds, within `token_budget` (about 4 characters a token). Call it at the
+start of a task."""
+FORGET = """Erase memories' content for good (governance delete: secrets, personal data, things the user asked
+to forget): `ids` erases those versions, `lineages` every version of each memory named. A tombstone and an
+audit record remain. To correct or update a memory, use `remember` with the same key instead: that keeps
+history."""
+OBSERVE = """Log a raw observation of this session (not a durable fact: use `remember` for those). Observations
+never replace memories; `end_session` turns a session's observations into one episodic memory."""
+END_SESSION = """The session is over: its observations become one episodic memory (created, or updated if the
+session already had one). Fails with 'not found' if the session logged no observations."""
 
 
 def _fail(exc: AgentMemError, settings: McpSettings) -> Exception:
@@ -67,40 +103,20 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
     actor = settings.actor
     server: Any = MCPServer("agentmem", instructions=INSTRUCTIONS, log_level="WARNING")
 
+    def own_project(request: R) -> R:
+        """The request in the configured project, or the one it names if this server allows it."""
+        return msgspec.structs.replace(request, project=scoped.project(getattr(request, "project", None)))
+
     def call(fn: Callable[[], T]) -> T:
         try:
             return fn()
         except AgentMemError as exc:
             raise _fail(exc, settings) from exc
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
-    def remember(
-        content: Annotated[str, Field(min_length=1, description="The memory as one self-contained sentence.")],
-        kind: Annotated[
-            str,
-            Field(description="fact, preference, decision, config, identity, lesson, procedure, event or observation"),
-        ] = "fact",
-        key: Annotated[
-            str | None,
-            Field(
-                description="A stable slot such as 'db.engine' or 'user.editor'. Remembering the same key again "
-                "supersedes the old value (kept in history). Use one for anything that may change."
-            ),  # fmt: skip
-        ] = None,
-        title: Annotated[str | None, Field(description="A short title (optional).")] = None,
-        ttl_days: Annotated[
-            float | None, Field(gt=0, le=36500, description="Forget automatically after this many days.")
-        ] = None,
-        project: ProjectArg = None,
-    ) -> dict[str, Any]:
-        """Store a durable memory. agentmem decides whether it is new (created), says the same as a current
-        memory (reinforced), or replaces one (superseded: same key, same subject and predicate, or the same
-        statement with a new value). The reply says which, and lists near duplicates worth checking."""
-
+    def remember(new: NewMemory) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            where = scoped.project(project)
-            item = NewMemory(content=content, project=where, kind=kind, key=key, title=title, ttl_days=ttl_days,
-                             agent=settings.agent, session=settings.session, source="mcp")  # fmt: skip
+            item = msgspec.structs.replace(own_project(new), agent=settings.agent, session=settings.session,
+                                           source="mcp")  # fmt: skip
             r = scoped.open().remember(item, actor=actor)
             reply: dict[str, Any] = {"outcome": r.outcome, "memory": memory_view(r.memory)}
             if r.superseded_id is not None:
@@ -111,47 +127,12 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def recall(
-        query: Annotated[str, Field(min_length=1, description="What you want to know, in plain words.")],
-        k: Annotated[int, Field(ge=1, le=50, description="How many memories to return.")] = 8,
-        kinds: Annotated[list[str], Field(description="Only these kinds (empty: all).")] = [],  # noqa: B006
-        as_of: Annotated[
-            str | None,
-            Field(description="ISO 8601 time, e.g. 2026-01-31T00:00:00Z: answer with what was valid then."),
-        ] = None,
-        time_range: Annotated[
-            str | None,
-            Field(
-                description="When the memories should be from: a phrase ('last week', 'in March', 'two weeks ago') "
-                "or an ISO 8601 interval '2026-03-01/2026-04-01' ('..' for an open side). Without it, time named "
-                "in the query is used. It ranks memories from then higher; it never hides others."
-            ),
-        ] = None,
-        include_superseded: Annotated[
-            bool,
-            Field(
-                description="Also superseded versions, each under the one that replaced it: for what was true "
-                "before (where did I first..., what did we use before...)."
-            ),
-        ] = False,
-        include_history: Annotated[
-            bool, Field(description="Also each hit's older versions (what it replaced), in `history`.")
-        ] = False,
-        project: ProjectArg = None,
-    ) -> dict[str, Any]:
-        """Search memories, best first: current ones only (superseded versions never come back unless
-        `include_superseded`), or with `as_of` the versions that were valid at that time. `has_history` marks
-        memories that replaced older versions; read them with `history`. A hit with `older_than` states the
-        same thing as the newer hit it names, with an older value (`older_reason` says what judged so):
-        prefer the newer one. A claim (one sentence
-        of an observed turn) carries `stated_in`, the turn it was said in. `window` says which
-        time window was understood, if any."""
+    add_tool(server, NewMemory, remember, name="remember", description=REMEMBER,
+             annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))  # fmt: skip
 
+    def recall(request: RecallRequest) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            found = scoped.open().search(query, project=scoped.project(project), k=k, kinds=kinds, as_of=as_of,
-                                         time_range=time_range, include_superseded=include_superseded,
-                                         include_history=include_history)  # fmt: skip
+            found = scoped.open().search(**arguments(own_project(request)))
             out = []
             for h in found.hits:
                 item = {"score": round(h.score, 4), "has_history": h.has_history, **memory_view(h.memory)}
@@ -169,23 +150,18 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def context(
-        query: Annotated[str, Field(min_length=1, description="The task or question the context is for.")],
-        max_memories: Annotated[int, Field(ge=1, le=100)] = 12,
-        token_budget: Annotated[int, Field(ge=16, le=32000, description="About 4 characters a token.")] = 1200,
-        project: ProjectArg = None,
-    ) -> dict[str, Any]:
-        """A bounded, prompt-ready working set: the current memories most relevant to `query`, one line each
-        with kind and since when it holds, within `token_budget`. Call it at the start of a task."""
+    add_tool(server, RecallRequest, recall, name="recall", annotations=ToolAnnotations(read_only_hint=True),
+             description=RECALL)  # fmt: skip
 
+    def context(request: ContextRequest) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            c = scoped.open().context(
-                query, project=scoped.project(project), max_memories=max_memories, token_budget=token_budget
-            )
+            c = scoped.open().context(**arguments(own_project(request)))
             return {"text": c.text or "(no relevant memories)", "memory_ids": c.memory_ids, "tokens": c.tokens}
 
         return call(run)
+
+    add_tool(server, ContextRequest, context, name="context", annotations=ToolAnnotations(read_only_hint=True),
+             description=CONTEXT)  # fmt: skip
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def history(
@@ -200,65 +176,46 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
-    def forget(
-        memory_id: Annotated[int, Field(ge=1, description="The memory to erase.")],
-        reason: Annotated[str, Field(min_length=3, description="Why it must go (kept in the audit log).")],
-        whole_history: Annotated[
-            bool, Field(description="true: erase every version of the memory; false: only this version.")
-        ] = True,
-    ) -> dict[str, Any]:
-        """Erase a memory's content for good (governance delete: secrets, personal data, things the user asked
-        to forget). A tombstone and an audit record remain. To correct or update a memory, use `remember`
-        with the same key instead: that keeps history."""
-
+    def forget(request: DeleteRequest) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            scoped.visible(memory_id)
-            how = {"ids": [], "lineages": [memory_id]} if whole_history else {"ids": [memory_id], "lineages": []}
+            for memory_id in [*request.ids, *request.lineages]:
+                scoped.visible(memory_id)
             try:
-                r = scoped.open().delete(reason=reason, scope=list(settings.projects), actor=actor, **how)
+                within = msgspec.structs.replace(request, scope=list(settings.projects))
+                r = scoped.open().delete(**arguments(within), actor=actor)
             except AccessDeniedError as exc:
                 raise AccessDeniedError(
                     f"{exc} (forget is a governance delete: over HTTP it needs an admin token)"
                 ) from None
-            return {"deleted_versions": r.versions, "ids": r.ids}
+            return {"deleted_versions": r.versions, "ids": r.ids, "dry_run": r.dry_run}
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False))
-    def observe(
-        content: Annotated[str, Field(min_length=1, description="What happened or what you noticed.")],
-        kind: Annotated[
-            str, Field(pattern="^(observation|event)$", description="observation or event")
-        ] = "observation",
-        tool: Annotated[str | None, Field(description="The tool or command involved, if any.")] = None,
-        session: Annotated[str | None, Field(description="Leave empty for this server's session.")] = None,
-        project: ProjectArg = None,
-    ) -> dict[str, Any]:
-        """Log a raw observation of this session (not a durable fact: use `remember` for those). Observations
-        never replace memories; `end_session` turns a session's observations into one episodic memory."""
+    add_tool(server, DeleteRequest, forget, name="forget", description=FORGET,
+             annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))  # fmt: skip
 
+    def observe(o: Observation) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            where, session_id = scoped.project(project), session or settings.session
-            item = NewMemory(content=content, project=where, kind=kind, tier="working", title=tool,
-                             agent=settings.agent, session=session_id, source="mcp", salience=0.3)  # fmt: skip
+            item = msgspec.structs.replace(observed(own_project(o)), agent=settings.agent, source="mcp",
+                                           session=o.session or settings.session)  # fmt: skip
             return {"id": scoped.open().observe([item])[0].id, "session": item.session}
 
         return call(run)
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
-    def end_session(
-        session: Annotated[str | None, Field(description="Leave empty for this server's session.")] = None,
-        project: ProjectArg = None,
-    ) -> dict[str, Any]:
-        """The session is over: its observations become one episodic memory (created, or updated if the
-        session already had one). Fails with 'not found' if the session logged no observations."""
+    add_tool(server, Observation, observe, name="observe", description=OBSERVE,
+             annotations=ToolAnnotations(destructive_hint=False))  # fmt: skip
 
+    def end_session(request: EndSessionRequest, session: str | None) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            e = scoped.open().end_session(session or settings.session, project=scoped.project(project), actor=actor)
+            e = scoped.open().end_session(session or settings.session, **arguments(own_project(request)), actor=actor)
             return {"outcome": e.outcome, **({"memory": memory_view(e.memory)} if e.memory else {})}
 
         return call(run)
+
+    session = Annotated[str | None, Field(description="Leave empty for this server's session.")]
+    add_tool(server, EndSessionRequest, end_session, name="end_session", description=END_SESSION,
+             annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True),
+             own=[Parameter("session", Parameter.KEYWORD_ONLY, default=None, annotation=session)])  # fmt: skip
 
     def resource_call(fn: Callable[[], T]) -> T:
         try:

@@ -3,53 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
 
 import msgspec
 
-from agentmem.admission.conversation import Message
 from agentmem.audit import AuditEntry
-from agentmem.records import MemoryVersion, Triple
-
-
-class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A raw event from an agent host: what it saw or did, in which session."""
-
-    content: str
-    project: str | None = None
-    agent: str | None = None
-    session: str | None = None
-    kind: str = "observation"
-    tool: str | None = None
-    source: str = "api"  # e.g. mcp: which host recorded it
-    source_ref: str | None = None
-    at: datetime | None = None
-    salience: float = 0.3
-    tier: str = "working"
-
-
-class ObserveRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    observations: list[Observation]
+from agentmem.records import MemoryVersion
 
 
 class ObserveReply(msgspec.Struct, frozen=True, kw_only=True):
     ids: list[int]  # kept for older clients: the ids of `memories`
     memories: list[MemoryVersion] = []  # the versions created, in request order
-
-
-class ReviseRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A new version of a current memory; omitted fields carry over."""
-
-    content: str
-    reason: str = "explicit"
-    kind: str | None = None
-    tier: str | None = None
-    title: str | None = None
-    key: str | None = None
-    triple: Triple | None = None
-    salience: float | None = None
-    pinned: bool | None = None
-    expires_at: datetime | None = None
 
 
 class Page(msgspec.Struct, frozen=True):
@@ -73,14 +36,6 @@ class ImportReply(msgspec.Struct, frozen=True):
     imported: int
 
 
-class RebuildRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Which indexes to rebuild (default: both)."""
-
-    which: Annotated[list[Literal["bm25", "vectors"]], msgspec.Meta(min_length=1)] = msgspec.field(
-        default_factory=lambda: ["bm25", "vectors"]
-    )
-
-
 class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
     state: str  # idle | running | done | failed
     started_at: datetime | None = None
@@ -88,52 +43,6 @@ class RebuildStatus(msgspec.Struct, frozen=True, kw_only=True):
     message: str | None = None
 
 
-class DeleteRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A governance delete: by ids, by whole lineages, or by a filter; a reason is required."""
-
-    reason: str
-    ids: list[int] = []
-    lineages: list[int] = []
-    project: str | None = None
-    kinds: list[str] = []
-    created_from: datetime | None = None
-    created_to: datetime | None = None
-    scope: list[str] | None = None  # touch only these of the token's projects (a caller's own narrower limit)
-    dry_run: bool = False
-
-
 class AuditPage(msgspec.Struct, frozen=True):
     items: list[AuditEntry]
     next_cursor: int | None
-
-
-class ConsolidateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Which projects (default: the token's) and passes (default: all three) to run."""
-
-    projects: list[str] | None = None
-    passes: list[str] = msgspec.field(default_factory=lambda: ["episodic", "semantic", "procedural"])
-
-
-class EndSessionRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    project: str | None = None
-
-
-class IngestConversationRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A session's messages for the admission policy; tool and system messages are skipped, counted."""
-
-    messages: list[Message]
-    project: str | None = None
-    session: str | None = None
-    include_assistant: bool = False
-    dry_run: bool = False
-    agent: str | None = None
-    use_provider: bool = False  # the configured text provider proposes claims too (the policy still judges)
-
-
-class IngestPathRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A directory on the server (notes or a source tree) for the admission policy."""
-
-    path: str
-    project: str | None = None
-    dry_run: bool = False
-    agent: str | None = None

@@ -3,7 +3,8 @@
 A place is a signature, a Struct or a forwarding call that spells at least one of the operation's
 arguments by name: the service function, `Memory`, the `MemoryAPI` Protocol, the `Client`, the
 request Struct, the HTTP route, the CLI and the MCP tool. The TypeScript client counts when a
-method lists arguments of its own instead of taking the generated request type.
+method lists arguments of its own instead of taking the generated request type. The id an HTTP
+path carries (`memory_id`, `session`) is not counted on any surface: no Struct holds it.
 
     python scripts/operation_surfaces.py          # a table: operation, count, places
 """
@@ -34,9 +35,9 @@ SURFACES: dict[str, tuple[str, tuple[str, ...], str, str, str, str]] = {
     "recall": ("", ("RecallRequest",), "recall", "recall", "recall", "recall"),
     "context": ("agentmem/context.py:working_set", ("ContextRequest",), "context", "context", "context", "context"),
     "list_versions": ("", (), "list_memories", "list_versions", "", ""),
-    "stats": ("", (), "stats", "stats", "", ""),
+    "stats": ("", ("ScopeRequest",), "stats", "stats", "", ""),
     "rebuild": ("", ("RebuildRequest",), "start_rebuild", "rebuild", "", ""),
-    "export_lines": ("agentmem/transfer.py:export_lines", (), "export", "export_lines", "", ""),
+    "export_lines": ("agentmem/transfer.py:export_lines", ("ScopeRequest",), "export", "export_lines", "", ""),
     "sweep": ("agentmem/lifecycle.py:sweep", ("SweepRequest",), "sweep", "sweep", "", ""),
     "restore": ("agentmem/lifecycle.py:restore", ("RestoreRequest",), "restore", "restore", "", ""),
     "pin": ("agentmem/lifecycle.py:pin", ("PinRequest",), "pin", "pin", "", ""),
@@ -44,7 +45,7 @@ SURFACES: dict[str, tuple[str, tuple[str, ...], str, str, str, str]] = {
     "audit": ("", (), "audit_log", "audit", "", ""),
     "consolidate": ("agentmem/consolidate.py:run", ("ConsolidateRequest",), "consolidate", "consolidate", "", ""),
     "end_session": (
-        "agentmem/consolidate.py:episode",
+        "agentmem/consolidate.py:end_session",
         ("EndSessionRequest",),
         "end_session",
         "end_session",
@@ -114,7 +115,7 @@ def _calls_naming(tree: ast.AST, method: str, arguments: set[str]) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method:
             if any(k.arg in arguments for k in node.keywords if k.arg):
                 return True
-            if any(isinstance(a, ast.Attribute) for a in node.args):
+            if any(isinstance(a, ast.Attribute) and a.attr in arguments for a in node.args):
                 return True
     return False
 
@@ -142,9 +143,9 @@ def places(op: str) -> list[str]:
         for fn in _functions(tree, route):
             if _params(fn) & arguments - {"memory_id", "session"} or _calls_naming(fn, cli_call, arguments):
                 found.append(f"route {file.stem}.{route}")
-    cli = _tree("agentmem/cli.py")
-    if _calls_naming(cli, cli_call, arguments):
-        found.append("agentmem/cli.py")
+    for path in ("agentmem/cli.py", "agentmem/admission/cli.py"):  # `agentmem ingest` is the latter's
+        if _calls_naming(_tree(path), cli_call, arguments):
+            found.append(path)
     if tool:
         mcp = _tree("api/mcp_server.py")
         if any(_params(f) & arguments for f in _functions(mcp, tool)) or _calls_naming(mcp, op, arguments):
@@ -152,7 +153,8 @@ def places(op: str) -> list[str]:
     if ts:
         source = (ROOT / "clients/typescript/src/index.ts").read_text()
         m = re.search(rf"^\s*{ts}\((.*)\):", source, re.M)
-        if m and not re.fullmatch(r"\w+: [A-Z]\w+(\[\])?", m.group(1)):
+        taken = re.sub(r"^(memoryId: number|session: string), ", "", m.group(1)) if m else ""  # the path's id
+        if m and not re.fullmatch(r"\w+: [A-Z]\w+(\[\])?( = \{\})?", taken):
             found.append(f"TypeScript {ts}")
     return found
 

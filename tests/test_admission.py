@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from agentmem import Memory, ValidationError, writes
-from agentmem.admission import REASONS, propose
+from agentmem.admission import REASONS, ingest_notes, propose
 from agentmem.admission.extract import sentences
 from agentmem.admission.notes import intent_view
 from agentmem.cli import main
+from agentmem.operations import IngestPathRequest
 from fakes import FakeEmbedder
 
 BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
@@ -225,7 +226,8 @@ def test_notes_intent_view_and_provenance(memory: Memory, tmp_path: Path) -> Non
     decisions = [st.text for st in view[1].statements]
     assert decisions == ["Migrations run with alembic.", "Tabs are banned in Python files."]
 
-    r = memory.ingest_notes(notes, project="shop", max_bytes=1500)
+    # the file size cap is the scan's own, not an argument of the operation
+    r = ingest_notes(memory.engine, IngestPathRequest(path=str(notes), project="shop"), max_bytes=1500)
     assert r.status == "completed" and r.units == 2
     assert r.skipped == {"other_type": 1, "too_large": 1}
     got = {(i.ref, i.kind) for i in r.admitted_items}

@@ -71,7 +71,7 @@ class Failing:
     def close(self) -> None:
         pass
 
-    def stats(self) -> None:
+    def stats(self, projects: object = None) -> None:
         raise self.error
 
 

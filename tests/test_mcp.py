@@ -116,7 +116,7 @@ def test_stdio_against_a_running_service(server: Server) -> None:
         assert "not found" in await error(c, "end_session", session="never-observed")
 
         # governance delete: the admin token may
-        gone = await ok(c, "forget", memory_id=new, reason="test: erase the port lineage")
+        gone = await ok(c, "forget", lineages=[new], reason="test: erase the port lineage")
         assert sorted(gone["ids"]) == sorted([old, new])
         hits = (await ok(c, "recall", query="what port does the API use?"))["hits"]
         assert all("4000" not in h["content"] for h in hits)
@@ -125,7 +125,7 @@ def test_stdio_against_a_running_service(server: Server) -> None:
 
     async def writer(c: Client) -> None:
         kept = await ok(c, "remember", content="Invoices are rounded half-even", key="billing.rounding")
-        text = await error(c, "forget", memory_id=kept["memory"]["id"], reason="test: not allowed")
+        text = await error(c, "forget", ids=[kept["memory"]["id"]], reason="test: not allowed")
         assert "403" in text and "admin token" in text
 
     session(stdio(**env, AGENTMEM_TOKEN=WRITE_TOKEN), writer)
@@ -137,7 +137,7 @@ def test_bad_arguments_and_service_down_are_clear_errors() -> None:
 
     async def body(c: Client) -> None:
         assert {t.name for t in (await c.list_tools()).tools} == TOOLS
-        assert "k\n" in await error(c, "recall", query="port", k="lots")
+        assert "k: Expected `int`, got `str`" in await error(c, "recall", query="port", k="lots")
         assert "content" in await error(c, "remember", kind="fact")
         assert "memory_id" in await error(c, "history", memory_id=0)
         assert "project 'elsewhere' is not allowed" in await error(c, "remember", content="x", project="elsewhere")
@@ -208,8 +208,8 @@ def test_one_adapter_over_either_memory_api(tmp_path: Path, through: str) -> Non
         assert (await ok(c, "end_session"))["outcome"] == "created"
         assert "not allowed" in await error(c, "recall", query="port", project="lab")
         assert "not found" in await error(c, "history", memory_id=lab)
-        assert "not found" in await error(c, "forget", memory_id=lab, reason="test: another project")
-        gone = await ok(c, "forget", memory_id=new, reason="test: erase the port lineage")
+        assert "not found" in await error(c, "forget", lineages=[lab], reason="test: another project")
+        gone = await ok(c, "forget", lineages=[new], reason="test: erase the port lineage")
         assert sorted(gone["ids"]) == sorted([old, new])
 
     def run(api: MemoryAPI) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentmem.admission.scan import ScanReport
+from agentmem.flags import add_flags, arguments
+from agentmem.operations import IngestConversationRequest, IngestPathRequest
 
 if TYPE_CHECKING:
     from agentmem.contract import MemoryAPI
@@ -17,21 +18,14 @@ def add_ingest(sub: Any) -> None:
     """The `ingest` subcommand and its three sources."""
     p = sub.add_parser("ingest", help="turn a conversation, notes or a source tree into memories (admission policy)")
     which = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
-    for name, arg, text in (
-        ("conversation", "file", "a session's messages: JSON or JSON Lines (role, content, time, id)"),
-        ("notes", "dir", "a directory of Markdown notes"),
-        ("code", "dir", "a source tree: declarations and their documentation"),
+    for name, text in (
+        ("conversation", "a session's messages: JSON or JSON Lines (role, content, time, id)"),
+        ("notes", "a directory of Markdown notes"),
+        ("code", "a source tree: declarations and their documentation"),
     ):
         s = which.add_parser(name, help=text)
-        s.add_argument(arg, metavar=arg.upper())
-        s.add_argument("--project", default=os.environ.get("AGENTMEM_PROJECT", "default"))
-        s.add_argument("--dry-run", action="store_true", help="admit nothing; list what would be and why not")
-        s.add_argument("--agent")
+        add_flags(s, IngestConversationRequest if name == "conversation" else IngestPathRequest)
         s.add_argument("--show-rejected", action="store_true", help="list rejected candidates (always on a dry run)")
-        if name == "conversation":
-            s.add_argument("--session", help="session id (default: the file's, else its name)")
-            s.add_argument("--assistant", action="store_true", help="also propose claims from assistant turns")
-            s.add_argument("--use-provider", action="store_true", help="the configured provider proposes claims too")
 
 
 def report_text(r: ScanReport, show_rejected: bool) -> str:
@@ -58,12 +52,10 @@ def report_text(r: ScanReport, show_rejected: bool) -> str:
 
 def run_ingest(args: argparse.Namespace, mem: MemoryAPI, out: Callable[[argparse.Namespace, Any, str], None]) -> None:
     """Run one scan, in process (a progress bar on long scans, on a terminal) or through a service."""
-    options: dict[str, Any] = {"project": args.project, "dry_run": args.dry_run, "agent": args.agent, "progress": True}
     if args.source == "conversation":
-        report = mem.ingest_conversation(args.file, session=args.session, include_assistant=args.assistant,
-                                         use_provider=args.use_provider, **options)  # fmt: skip
+        report = mem.ingest_conversation(**arguments(args, IngestConversationRequest), progress=True)
     elif args.source == "notes":
-        report = mem.ingest_notes(args.dir, **options)
+        report = mem.ingest_notes(**arguments(args, IngestPathRequest), progress=True)
     else:
-        report = mem.ingest_code(args.dir, **options)
+        report = mem.ingest_code(**arguments(args, IngestPathRequest), progress=True)
     out(args, report, report_text(report, args.show_rejected))

@@ -27,21 +27,11 @@ import msgspec
 from agentmem.admission.extract import Candidate, judge, propose
 from agentmem.errors import ProviderError, ValidationError
 from agentmem.provider import Provider
+from agentmem.records import Message
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 SKIPPED_ROLES = {"tool": "tool_message", "function": "tool_message", "ipython": "tool_message",
                  "system": "system_message", "developer": "system_message"}  # fmt: skip
-
-
-class Message(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One message of a session: who said what, when, under which id."""
-
-    role: str
-    content: str
-    time: datetime | None = None
-    id: str | None = None
-    name: str | None = None
-    type: str | None = None
 
 
 class Conversation(msgspec.Struct, frozen=True, kw_only=True):

@@ -27,6 +27,7 @@ from agentmem.audit import AuditEntry
 from agentmem.engine import Engine
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter
+from agentmem.operations import IngestConversationRequest, IngestPathRequest
 from agentmem.records import NewMemory
 from agentmem.text import sha256
 
@@ -276,25 +277,16 @@ def _bar(items: Iterable[Any], progress: bool, desc: str, total: int | None = No
 
 
 def ingest_conversation(
-    mem: Engine,
-    conv: str | Path | Sequence[Message | dict[str, Any]],
-    *,
-    project: str | None,
-    session: str | None = None,
-    include_assistant: bool = False,
-    dry_run: bool = False,
-    agent: str | None = None,
-    actor: str = "local",
-    progress: bool = False,
-    use_provider: bool = False,
+    mem: Engine, request: IngestConversationRequest, *, actor: str = "local", progress: bool = False
 ) -> ScanReport:
-    """A conversation (a file, or its messages) through the policy; admitted candidates are remembered.
-
-    With `use_provider` and a provider configured, it proposes claims too (see conversation.candidates).
-    """
+    """A conversation (its messages, or in process a file of them) through the policy; admitted
+    candidates are remembered. With `use_provider` and a provider configured, it proposes claims too
+    (see conversation.candidates)."""
+    conv: str | Path | Sequence[Message | dict[str, Any]] = request.messages
+    use_provider, include_assistant = request.use_provider, request.include_assistant
     if use_provider and mem.provider is None:
         raise ValidationError("use_provider: no provider is configured ([provider] in the server's config)")
-    session = validate.name(session, "session", mem.config)  # "" is refused, as remember refuses it
+    session = validate.name(request.session, "session", mem.config)  # "" is refused, as remember refuses it
     target = str(conv) if isinstance(conv, str | Path) else (session or "messages")
 
     def body(scan: Scan) -> None:
@@ -323,21 +315,20 @@ def ingest_conversation(
             for c in found:
                 scan.offer(c, session=sid, time=m.time, turn=turn)
 
-    return run(mem, "conversation", target, project, body, dry_run=dry_run, actor=actor, agent=agent)
+    return run(mem, "conversation", target, request.project, body, dry_run=request.dry_run, actor=actor,
+               agent=request.agent)  # fmt: skip
 
 
 def ingest_notes(
     mem: Engine,
-    path: str | Path,
+    request: IngestPathRequest,
     *,
-    project: str | None,
-    dry_run: bool = False,
-    agent: str | None = None,
     actor: str = "local",
     progress: bool = False,
     max_bytes: int = files.MAX_FILE_BYTES,
 ) -> ScanReport:
     """A directory of Markdown notes through the policy, each admitted memory keeping `file:line`."""
+    path = request.path
 
     def body(scan: Scan) -> None:
         for rel, text in _bar(files.walk(path, notes.SUFFIXES, scan.skipped, max_bytes=max_bytes), progress, "notes"):
@@ -346,21 +337,19 @@ def ingest_notes(
                 scan.offer(c)
 
     validate.path(path)
-    return run(mem, "note", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)
+    return run(mem, "note", str(path), request.project, body, dry_run=request.dry_run, actor=actor, agent=request.agent)
 
 
 def ingest_code(
     mem: Engine,
-    path: str | Path,
+    request: IngestPathRequest,
     *,
-    project: str | None,
-    dry_run: bool = False,
-    agent: str | None = None,
     actor: str = "local",
     progress: bool = False,
     max_bytes: int = files.MAX_FILE_BYTES,
 ) -> ScanReport:
     """A source tree's declarations and documentation through the policy, with `file:line`."""
+    path = request.path
 
     def body(scan: Scan) -> None:
         for rel, text in _bar(files.walk(path, code.SUFFIXES, scan.skipped, max_bytes=max_bytes), progress, "files"):
@@ -373,4 +362,4 @@ def ingest_code(
                 scan.offer(c)
 
     validate.path(path)
-    return run(mem, "code", str(path), project, body, dry_run=dry_run, actor=actor, agent=agent)
+    return run(mem, "code", str(path), request.project, body, dry_run=request.dry_run, actor=actor, agent=request.agent)

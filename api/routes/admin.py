@@ -13,10 +13,11 @@ from litestar.exceptions import NotAuthorizedException
 from litestar.params import FromQuery, JSONBody
 
 from agentmem import Memory, Stats
+from agentmem.operations import RebuildRequest, arguments
 from agentmem.records import Reembedding
 from api.auth import require_whole_service
 from api.deps import Mem, Who
-from api.schemas import RebuildRequest, RebuildStatus
+from api.schemas import RebuildStatus
 from api.startup import Startup
 from indexes.sync import Consistency
 
@@ -86,7 +87,7 @@ def start_rebuild(who: Who, mem: Mem, state: State, data: JSONBody[RebuildReques
     keeps serving; poll GET /v1/rebuild for its state. The body may be left out. It rebuilds every
     project's index, and its state counts them all: an admin token of all projects only."""
     require_whole_service(who)
-    which = (data or RebuildRequest()).which
+    request = data or RebuildRequest()
     with state.rebuild_lock:
         if state.rebuild.state == "running":
             return state.rebuild  # type: ignore[no-any-return]
@@ -94,7 +95,7 @@ def start_rebuild(who: Who, mem: Mem, state: State, data: JSONBody[RebuildReques
 
     def run() -> None:
         try:
-            report = mem.rebuild(which, actor=who.name)
+            report = mem.rebuild(**arguments(request), actor=who.name)
             final = "done" if report.ok else "failed"
             message = f"{report.expected} memories indexed" if report.ok else "inconsistent after rebuild"
         except Exception as exc:  # reported through GET /v1/rebuild, and logged

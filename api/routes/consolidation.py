@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import msgspec
 from anyio.to_thread import run_sync as run
 from litestar import get, post
 from litestar.params import FromPath, JSONBody
 
 from agentmem.consolidate import ConsolidationReport, EpisodeResult, Provenance
+from agentmem.operations import ConsolidateRequest, EndSessionRequest, arguments
 from api.deps import Mem, Who, visible
-from api.schemas import ConsolidateRequest, EndSessionRequest
 
 
 @post("/v1/sessions/{session:str}/end", status_code=200, summary="End a session: its observations become an episode")
@@ -16,8 +17,8 @@ async def end_session(session: FromPath[str], data: JSONBody[EndSessionRequest],
     """Creates the session's episodic memory (or a new version of it when more was observed);
     404 when the project has no observations for that session."""
     who.require("write")
-    project = who.project(data.project)
-    return await run(lambda: mem.end_session(session, project=project, actor=who.name))
+    request = msgspec.structs.replace(data, project=who.project(data.project))
+    return await run(lambda: mem.end_session(session, **arguments(request), actor=who.name))
 
 
 @post("/v1/consolidate", status_code=200, summary="Run episodic, semantic and procedural consolidation")
@@ -25,8 +26,8 @@ async def consolidate(data: JSONBody[ConsolidateRequest], who: Who, mem: Mem) ->
     """One report per project: created, reinforced, unchanged, skipped and failed counts per pass
     (also written to the audit log)."""
     who.require("write")
-    projects = who.scope(data.projects)
-    return await run(lambda: mem.consolidate(projects, passes=data.passes, actor=who.name))
+    request = msgspec.structs.replace(data, projects=who.scope(data.projects))
+    return await run(lambda: mem.consolidate(**arguments(request), actor=who.name))
 
 
 @get("/v1/memories/{memory_id:int}/provenance", sync_to_thread=True, summary="Evidence of a memory, and what it built")

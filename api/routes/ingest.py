@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 from anyio.to_thread import run_sync as run
 from litestar import post
 from litestar.datastructures import State
@@ -18,16 +19,17 @@ from litestar.params import JSONBody
 from agentmem import validate
 from agentmem.admission import ScanReport
 from agentmem.errors import AccessDeniedError, ValidationError
+from agentmem.operations import IngestConversationRequest, IngestPathRequest, arguments
 from api.auth import Principal
 from api.deps import Mem, Who
-from api.schemas import IngestConversationRequest, IngestPathRequest
 from api.settings import Settings
 
 
-def _readable(settings: Settings, who: Principal, path: str, project: str | None) -> tuple[Path, str]:
-    """The resolved directory and the project, when `path` lies under a root that may feed `project`."""
+def _readable(settings: Settings, who: Principal, request: IngestPathRequest) -> IngestPathRequest:
+    """The request with its directory resolved and its project, when `path` lies under a root that may
+    feed that project."""
     who.require("admin")
-    project = who.project(project)
+    path, project = request.path, who.project(request.project)
     if not settings.ingest_roots:
         raise AccessDeniedError("reading the server's disk is off: configure ingest_roots to allow some directories")
     validate.path(path)
@@ -39,7 +41,7 @@ def _readable(settings: Settings, who: Principal, path: str, project: str | None
         raise ValidationError(f"cannot resolve {path}") from None
     for root in settings.ingest_roots:
         if resolved.is_relative_to(Path(root.path).resolve()) and root.feeds(project):
-            return resolved, project
+            return msgspec.structs.replace(request, path=str(resolved), project=project)
     raise AccessDeniedError(f"{path} is not under an ingest root of project {project!r}")
 
 
@@ -58,18 +60,8 @@ async def conversation(data: JSONBody[IngestConversationRequest], who: Who, mem:
             f"messages: {len(data.messages)} is more than the {cap} one request may hold (setting "
             "max_ingest_messages): send the conversation in parts"
         )
-    return await run(
-        lambda: mem.ingest_conversation(
-            data.messages,
-            project=project,
-            session=data.session,
-            include_assistant=data.include_assistant,
-            dry_run=data.dry_run,
-            agent=data.agent,
-            actor=who.name,
-            use_provider=data.use_provider,
-        )
-    )
+    request = msgspec.structs.replace(data, project=project)
+    return await run(lambda: mem.ingest_conversation(**arguments(request), actor=who.name))
 
 
 @post("/v1/ingest/notes", status_code=200, summary="Admit memories from a directory of notes (admin)")
@@ -77,10 +69,8 @@ async def notes(data: JSONBody[IngestPathRequest], who: Who, mem: Mem, state: St
     """Reads Markdown notes under `path` *on the server* (hence admin only, and only under one of
     the configured `ingest_roots`): headings and the statements under them, through the admission
     policy, with `file:line` provenance."""
-    path, project = _readable(state.settings, who, data.path, data.project)
-    return await run(
-        lambda: mem.ingest_notes(path, project=project, dry_run=data.dry_run, agent=data.agent, actor=who.name)
-    )
+    request = _readable(state.settings, who, data)
+    return await run(lambda: mem.ingest_notes(**arguments(request), actor=who.name))
 
 
 @post("/v1/ingest/code", status_code=200, summary="Admit memories from a source tree (admin)")
@@ -89,7 +79,5 @@ async def code(data: JSONBody[IngestPathRequest], who: Who, mem: Mem, state: Sta
     the configured `ingest_roots`): declarations and their documentation, never function bodies;
     dependency trees, build output, caches, lock files, VCS folders and binary files are skipped
     and counted."""
-    path, project = _readable(state.settings, who, data.path, data.project)
-    return await run(
-        lambda: mem.ingest_code(path, project=project, dry_run=data.dry_run, agent=data.agent, actor=who.name)
-    )
+    request = _readable(state.settings, who, data)
+    return await run(lambda: mem.ingest_code(**arguments(request), actor=who.name))

@@ -12,11 +12,11 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from agentmem.errors import NotFoundError
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import PinRequest, RestoreRequest, SweepRequest, arguments
+from agentmem.operations import DeleteRequest, PinRequest, RestoreRequest, SweepRequest, arguments
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention
 from api.deps import Mem, Who, digits_only, visible
-from api.schemas import AuditPage, DeleteRequest
+from api.schemas import AuditPage
 
 
 @get("/v1/memories/{memory_id:int}/retention", sync_to_thread=True, summary="Retention score and tier, now")
@@ -65,20 +65,8 @@ async def delete(data: JSONBody[DeleteRequest], who: Who, mem: Mem) -> DeleteRep
         scope = [p for p in data.scope if scope is None or p in scope]
     if data.project is not None and not who.allows(data.project):
         raise NotFoundError(f"no project {data.project!r} among those this token may change")
-    return await run(
-        lambda: mem.delete(
-            reason=data.reason,
-            ids=data.ids,
-            lineages=data.lineages,
-            project=data.project,
-            kinds=data.kinds,
-            created_from=data.created_from,
-            created_to=data.created_to,
-            scope=scope,
-            dry_run=data.dry_run,
-            actor=who.name,
-        )
-    )
+    request = msgspec.structs.replace(data, scope=scope)
+    return await run(lambda: mem.delete(**arguments(request), actor=who.name))
 
 
 @get(

@@ -11,9 +11,10 @@ from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from agentmem import NewMemory, RememberResult, ValidationError
+from agentmem.operations import ObserveRequest, ReviseRequest, arguments, observed
 from agentmem.records import MemoryVersion
 from api.deps import Mem, Who, digits_only, visible
-from api.schemas import ObserveReply, ObserveRequest, Page, ReviseRequest
+from api.schemas import ObserveReply, Page
 
 
 @post("/v1/memories", summary="Remember: create, reinforce or supersede")
@@ -36,22 +37,7 @@ async def observe(data: JSONBody[ObserveRequest], who: Who, mem: Mem, state: Sta
         raise ValidationError("observations may not be empty")
     if len(data.observations) > limit:
         raise ValidationError(f"at most {limit} observations a request")
-    items = [
-        NewMemory(
-            content=o.content,
-            project=who.project(o.project),
-            kind=o.kind,
-            tier=o.tier,
-            title=o.tool,
-            agent=o.agent,
-            session=o.session,
-            source=o.source,
-            source_ref=o.source_ref,
-            salience=o.salience,
-            valid_from=o.at,
-        )
-        for o in data.observations
-    ]
+    items = [msgspec.structs.replace(observed(o), project=who.project(o.project)) for o in data.observations]
     created = await run(mem.observe, items)
     return Response(ObserveReply(ids=[v.id for v in created], memories=created), status_code=201)
 
@@ -72,10 +58,7 @@ def history(memory_id: FromPath[int], who: Who, mem: Mem) -> list[MemoryVersion]
 def revise(memory_id: FromPath[int], data: JSONBody[ReviseRequest], who: Who, mem: Mem) -> RememberResult:
     who.require("write")
     visible(mem, who, memory_id)
-    changes = {
-        k: v for k, v in msgspec.structs.asdict(data).items() if v is not None and k not in ("content", "reason")
-    }
-    return mem.revise(memory_id, data.content, reason=data.reason, actor=who.name, **changes)
+    return mem.revise(memory_id, **arguments(data), actor=who.name)
 
 
 @get(

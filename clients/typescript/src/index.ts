@@ -26,6 +26,7 @@ export type ContextRequest = Schemas["ContextRequest"];
 export type Context = Schemas["Context"];
 export type Observation = Schemas["Observation"];
 export type ObserveReply = Schemas["ObserveReply"];
+export type EndSessionRequest = Schemas["EndSessionRequest"];
 export type EpisodeResult = Schemas["EpisodeResult"];
 export type DeleteRequest = Schemas["DeleteRequest"];
 export type DeleteReport = Schemas["DeleteReport"];
@@ -97,8 +98,8 @@ export class AgentMem {
   }
 
   /** End a session: its observations become one episodic memory. */
-  endSession(session: string, options: { project?: string | null } = {}): Promise<EpisodeResult> {
-    return this.#call("POST", `/v1/sessions/${encodeURIComponent(session)}/end`, options);
+  endSession(session: string, request: EndSessionRequest = {}): Promise<EpisodeResult> {
+    return this.#call("POST", `/v1/sessions/${encodeURIComponent(session)}/end`, request);
   }
 
   /** The governance delete (an admin token): erase versions by ids, lineages or a filter. */

@@ -776,7 +776,9 @@ export interface components {
         };
         /** ConsolidateRequest */
         ConsolidateRequest: {
+            /** @description only these projects (default: all; over HTTP, the token's) */
             projects?: string[] | null;
+            /** @description only these passes: episodic, semantic, procedural */
             passes?: string[];
         };
         /** ConsolidationReport */
@@ -830,19 +832,31 @@ export interface components {
         };
         /** DeleteRequest */
         DeleteRequest: {
+            /** @description why it must go (kept in the audit log) */
             reason: string;
+            /** @description these versions */
             ids?: number[];
+            /** @description every version of these lineages (any id of each) */
             lineages?: number[];
+            /** @description filter: this project */
             project?: string | null;
+            /** @description filter: these kinds */
             kinds?: string[];
+            /** @description filter: created at or after (ISO 8601) */
             created_from?: string | null;
+            /** @description filter: created before (ISO 8601) */
             created_to?: string | null;
+            /** @description touch only these projects (the caller's own narrower limit) */
             scope?: string[] | null;
-            /** @default false */
+            /**
+             * @description only report what would be deleted
+             * @default false
+             */
             dry_run?: boolean;
         };
         /** EndSessionRequest */
         EndSessionRequest: {
+            /** @description the session's project */
             project?: string | null;
         };
         /** EpisodeResult */
@@ -879,23 +893,42 @@ export interface components {
         };
         /** IngestConversationRequest */
         IngestConversationRequest: {
+            /** @description the messages (in process and on the command line: or a JSON / JSON Lines file) */
             messages: components["schemas"]["Message"][];
+            /** @description the project its memories go to */
             project?: string | null;
+            /** @description the session id (default: the file's, else its name) */
             session?: string | null;
-            /** @default false */
+            /**
+             * @description also propose claims from assistant turns
+             * @default false
+             */
             include_assistant?: boolean;
-            /** @default false */
+            /**
+             * @description admit nothing; list what would be admitted and why not
+             * @default false
+             */
             dry_run?: boolean;
+            /** @description the agent recorded on its memories */
             agent?: string | null;
-            /** @default false */
+            /**
+             * @description the configured text provider proposes claims too (the policy judges)
+             * @default false
+             */
             use_provider?: boolean;
         };
         /** IngestPathRequest */
         IngestPathRequest: {
+            /** @description the directory to read */
             path: string;
+            /** @description the project its memories go to */
             project?: string | null;
-            /** @default false */
+            /**
+             * @description admit nothing; list what would be admitted and why not
+             * @default false
+             */
             dry_run?: boolean;
+            /** @description the agent recorded on its memories */
             agent?: string | null;
         };
         /** MemoryVersion */
@@ -962,46 +995,93 @@ export interface components {
         };
         /** NewMemory */
         NewMemory: {
+            /** @description the memory, as one self-contained sentence */
             content: string;
+            /** @description the project it belongs to */
             project?: string | null;
-            /** @default fact */
+            /**
+             * @description fact, preference, decision, config, identity, lesson, procedure, event or observation
+             * @default fact
+             */
             kind?: string;
-            /** @default semantic */
+            /**
+             * @description working, episodic, semantic or procedural
+             * @default semantic
+             */
             tier?: string;
+            /** @description a short title */
             title?: string | null;
+            /** @description a stable slot such as 'db.engine' or 'user.editor': remembering the same key again supersedes the old value (kept in history); use one for anything that may change */
             key?: string | null;
+            /** @description a (subject, predicate, object) claim: a new object for the same two supersedes */
             triple?: components["schemas"]["Triple"] | null;
+            /** @description the agent that learned it */
             agent?: string | null;
+            /** @description the session it was learned in */
             session?: string | null;
-            /** @default api */
+            /**
+             * @description what recorded it: api, cli, mcp, ...
+             * @default api
+             */
             source?: string;
+            /** @description where in the source, e.g. file:line */
             source_ref?: string | null;
+            /** @description the memories it was derived from (its evidence) */
             source_ids?: number[];
-            /** @default 0.5 */
+            /**
+             * @description how much it matters, 0 to 1
+             * @default 0.5
+             */
             salience?: number;
+            /** @description how sure, 0 to 1 (default from its kind) */
             confidence?: number | null;
+            /** @description since when it holds (ISO 8601; default now) */
             valid_from?: string | null;
+            /** @description when it expires (ISO 8601) */
             expires_at?: string | null;
+            /** @description expire after this many days */
             ttl_days?: number | null;
-            /** @default false */
+            /**
+             * @description never archived by the sweep
+             * @default false
+             */
             pinned?: boolean;
         };
         /** Observation */
         Observation: {
+            /** @description what happened or what was noticed */
             content: string;
+            /** @description the project it belongs to */
             project?: string | null;
+            /** @description the agent that saw it */
             agent?: string | null;
+            /** @description the session it happened in (the MCP server's, if left out) */
             session?: string | null;
-            /** @default observation */
+            /**
+             * @description observation or event
+             * @default observation
+             */
             kind?: string;
+            /** @description the tool or command involved, if any */
             tool?: string | null;
-            /** @default api */
+            /**
+             * @description which host recorded it, e.g. mcp
+             * @default api
+             */
             source?: string;
+            /** @description where in the source */
             source_ref?: string | null;
+            /** @description when (ISO 8601; default now) */
             at?: string | null;
-            /** @default 0.3 */
+            /**
+             * @description how much it matters, 0 to 1
+             * @default 0.3
+             */
             salience?: number;
-            /** @default working */
+            /**
+             * @description the tier it is kept in
+             * @default working
+             */
             tier?: string;
         };
         /** ObserveReply */
@@ -1011,6 +1091,7 @@ export interface components {
         };
         /** ObserveRequest */
         ObserveRequest: {
+            /** @description the observations, in order */
             observations: components["schemas"]["Observation"][];
         };
         /** Page */
@@ -1036,7 +1117,7 @@ export interface components {
         /** PinRequest */
         PinRequest: {
             /**
-             * @description false: no longer pinned
+             * @description false: unpin (--off on the command line)
              * @default true
              */
             pinned?: boolean;
@@ -1060,6 +1141,7 @@ export interface components {
         };
         /** RebuildRequest */
         RebuildRequest: {
+            /** @description which indexes */
             which?: ("bm25" | "vectors")[];
         };
         /** RebuildStatus */
@@ -1146,16 +1228,28 @@ export interface components {
         };
         /** ReviseRequest */
         ReviseRequest: {
+            /** @description the new version's text */
             content: string;
-            /** @default explicit */
+            /**
+             * @description why it changed (kept with the old version)
+             * @default explicit
+             */
             reason?: string;
+            /** @description a new kind */
             kind?: string | null;
+            /** @description a new tier */
             tier?: string | null;
+            /** @description a new title */
             title?: string | null;
+            /** @description a new slot, e.g. project.database */
             key?: string | null;
+            /** @description a new (subject, predicate, object) claim */
             triple?: components["schemas"]["Triple"] | null;
+            /** @description a new salience, 0 to 1 */
             salience?: number | null;
+            /** @description pin or unpin the new version */
             pinned?: boolean | null;
+            /** @description a new expiry time (ISO 8601) */
             expires_at?: string | null;
         };
         /** ScanItem */
