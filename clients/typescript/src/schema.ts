@@ -430,6 +430,7 @@ export interface paths {
          *     same slot as a newer hit of the reply, with another value. Time named in the query ("last
          *     Saturday", "in March") or an explicit `time_range` boosts memories whose valid_from falls in
          *     that window (never filters); `window` in the reply says which window was understood.
+         *     The `Server-Timing` header gives the milliseconds of each recall stage.
          */
         post: operations["V1RecallRecall"];
         delete?: never;
