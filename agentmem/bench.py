@@ -244,7 +244,7 @@ def _figures(name: str, ms: list[float], errors: int, seconds: float) -> Figures
 
 def _measure(args: argparse.Namespace, mem: MemoryAPI, timings: Timings, queries: list[str], project: str,
              scratch: str | None) -> tuple[_Run, float]:  # fmt: skip
-    reads, writes = args.mix
+    writes = args.mix[1]
     requests = None if args.duration else (args.requests or 200)
     for q in queries[:WARM_UP]:
         timings.recall(mem, q, project, args.k)

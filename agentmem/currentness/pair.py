@@ -50,16 +50,19 @@ class Head(msgspec.Struct, frozen=True):
              newer_texts: Sequence[str]) -> np.ndarray:  # fmt: skip
         """Its probability for n pairs at once (rows of `older` and `newer`), weighed without
         building `features`."""
-        sets = [(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
-        return self.weigh(older, newer, sets, np.asarray([jaccard(a, b) for a, b in sets], dtype=np.float32))
+        return self.weigh(older, newer, *_word_sets(older_texts, newer_texts))
+
+    @property
+    def dim(self) -> int:
+        """The size of the vectors it reads."""
+        return (len(self.weights) - 2) // 3
 
     def weigh(
         self, older: np.ndarray, newer: np.ndarray, sets: Sequence[tuple[frozenset[str], frozenset[str]]],
         jac: np.ndarray,
     ) -> np.ndarray:  # fmt: skip
         """`each`, given the pairs' token sets and their Jaccard overlaps."""
-        d = (len(self.weights) - 2) // 3
-        w = self.weights
+        d, w = self.dim, self.weights
         z = (
             w[0] * np.einsum("ij,ij->i", older, newer)
             + w[1] * jac
@@ -91,17 +94,24 @@ class PairModel(msgspec.Struct, frozen=True):
     @property
     def dim(self) -> int:
         """The size of the vectors it reads."""
-        return (len(self.orders.weights) - 2) // 3
+        return self.orders.dim
 
     def judge_each(
         self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
     ) -> tuple[np.ndarray, np.ndarray]:
         """For n pairs: whether recall puts the newer first, and whether it marks the older."""
-        sets = [(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
-        jac = np.asarray([jaccard(a, b) for a, b in sets], dtype=np.float32)
+        sets, jac = _word_sets(older_texts, newer_texts)
         marked = self.marks.weigh(older, newer, sets, jac) >= self.mark
         ordered = self.orders.weigh(older, newer, sets, jac) >= self.order
         return ordered | marked, marked
+
+
+def _word_sets(
+    older_texts: Sequence[str], newer_texts: Sequence[str]
+) -> tuple[list[tuple[frozenset[str], frozenset[str]]], np.ndarray]:
+    """Each pair's token sets, and their Jaccard overlaps: what both heads read of the words."""
+    sets = [(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
+    return sets, np.asarray([jaccard(a, b) for a, b in sets], dtype=np.float32)
 
 
 def for_embedder(name: str) -> PairModel | None:

@@ -45,8 +45,9 @@ def parse_server_timing(header: str) -> dict[str, float]:
         for param in params:
             key, _, value = param.partition("=")
             if key.strip().lower() == "dur" and name:
+                stage = name.replace("-", " ")
                 try:
-                    out[name.replace("-", " ") if name.replace("-", " ") in STAGES else name] = float(value)
+                    out[stage if stage in STAGES else name] = float(value)
                 except ValueError:
                     pass
     return out
