@@ -11,7 +11,7 @@ docs/concepts/supersession.md; how each was chosen: docs/design/modules.md#super
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import msgspec
@@ -475,14 +475,11 @@ def decide(
     candidates: Sequence[MemoryVersion],
     thresholds: Thresholds,
     cosines: Mapping[int, float] | None = None,
-    doubted: Callable[[MemoryVersion], bool] | None = None,
 ) -> Decision:
     """Apply the rules to current memories of the same project found by key, slot, content and search.
 
     `cosines` maps candidate ids to the cosine similarity of their embedding with the new
     memory's; when it is given, a candidate missing from it counts as dissimilar (cosine 0).
-    `doubted` is a second opinion (the pair model): a candidate it doubts the new text replaces
-    is not superseded by a rule that reads a change from the words alone (a new value, a move).
     """
     new_tokens = token_set(content)
 
@@ -532,12 +529,6 @@ def decide(
     # below every cosine a rule needs, no rule can fire: the candidate's words are not looked at
     marker = new_words.now or new_words.change or new_words.retract
     floor = min(thresholds.restate_cosine, thresholds.value_cosine, thresholds.marked_cosine if marker else 1.0)
-
-    def changed(reason: str, cand: MemoryVersion, sim: float) -> Decision | None:
-        if doubted is not None and doubted(cand):
-            return None  # the rule reads a change where the model reads another fact: keep both
-        return Decision("superseded", target=cand, reason=reason, similarity=round(sim, 4), near=hints(cand.id))
-
     for sim, cand in scored:  # best Jaccard first
         if cand.kind in NEVER_SUPERSEDED:
             continue
@@ -548,7 +539,7 @@ def decide(
         if new_slot is not None and old_slot is not None and old_slot[1] != new_slot[1]:
             if old_slot[0] != new_slot[0]:
                 continue  # another question with another answer: another slot
-            if cos is None or cos >= thresholds.value_cosine:  # the question names the slot, as a key does
+            if cos is None or cos >= thresholds.value_cosine:
                 return Decision(
                     "superseded", target=cand, reason="new answer", similarity=round(sim, 4), near=hints(cand.id)
                 )
@@ -565,17 +556,14 @@ def decide(
                 return Decision(
                     "superseded", target=cand, reason="same value", similarity=round(sim, 4), near=hints(cand.id)
                 )
-        if (
-            thresholds.value_rule
-            and (
-                ((cos is None or cos >= value_cosine) and new_value(old_words, new_words))
-                # a new state says less than a new value: it needs a restatement's cosine
-                or ((cos is None or cos >= thresholds.restate_cosine) and new_state(old_words, new_words))
-            )
-            and (d := changed("new value", cand, sim))
+        if thresholds.value_rule and (
+            ((cos is None or cos >= value_cosine) and new_value(old_words, new_words))
+            # a new state says less than a new value: it needs a restatement's cosine
+            or ((cos is None or cos >= thresholds.restate_cosine) and new_state(old_words, new_words))
         ):
-            return d
+            return Decision(
+                "superseded", target=cand, reason="new value", similarity=round(sim, 4), near=hints(cand.id)
+            )
         if thresholds.value_rule and (cos is None or cos >= thresholds.marked_cosine) and moved(old_words, new_words):
-            if d := changed("moved", cand, sim):
-                return d
+            return Decision("superseded", target=cand, reason="moved", similarity=round(sim, 4), near=hints(cand.id))
     return Decision("created", near=hints(None))

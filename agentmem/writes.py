@@ -9,7 +9,7 @@ the versions its batch inserted before it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import msgspec
@@ -17,7 +17,6 @@ import numpy as np
 
 from agentmem import adjudicate, claims, validate
 from agentmem.audit import AuditEntry
-from agentmem.currentness import pair
 from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
@@ -164,7 +163,6 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tup
     candidates = [m for m in candidates if (m.kind == claims.CLAIM) == is_claim]
     exact = exact if exact is not None and (exact.kind == claims.CLAIM) == is_claim else None
     decision = decide(
-        doubted=_doubter(engine, w, new, vector),
         kind=new.kind,
         content=new.content,
         key=new.key,
@@ -178,21 +176,6 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tup
         cosines=cosines,
     )
     return decision, candidates
-
-
-def _doubter(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> Callable[[MemoryVersion], bool] | None:
-    """The pair model's doubt that `new` replaces a current memory (`decide`'s second opinion), when
-    it reads the serving model's vectors; a memory without a vector is not doubted."""
-    model = pair.for_embedder(engine.serving.model)
-    if model is None:
-        return None
-
-    def doubted(m: MemoryVersion) -> bool:
-        own = w.vector(m.content_hash)
-        own = engine.indexes.vectors_of([m.id]).get(m.id) if own is None else own
-        return own is not None and model.doubts(own, vector, m.content, new.content)
-
-    return doubted
 
 
 def revise(engine: Engine, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:

@@ -29,13 +29,11 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agentmem.currentness.pair import PairModel, for_embedder
 from agentmem.records import MemoryVersion
 from agentmem.supersede import Thresholds, decide
 from benchmarks.common import (
@@ -93,23 +91,13 @@ def rates(
     thresholds: Any,
     with_cos: bool = True,
     labels: Sequence[str] = LABELS,
-    doubt: tuple[PairModel, np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Per label: pairs, how many fired, the rate, and the reasons (B remembered after A). With
-    `doubt` (the pair model and the A and B vectors), the model's second opinion as at write."""
-
-    def fn(i: int) -> Callable[..., Any]:
-        if doubt is None:
-            return decide_fn
-        model, av, bv = doubt
-        a, b = pairs[i]["sentence_A"], pairs[i]["sentence_B"]
-        return partial(decide_fn, doubted=lambda _m: model.doubts(av[i], bv[i], a, b))
-
+    """Per label: pairs, how many fired, the rate, and the reasons (B remembered after A)."""
     out: dict[str, Any] = {}
     for label in labels:
         idx = [i for i, p in enumerate(pairs) if p["entailment_judgment"] == label]
         reasons = [
-            fires(fn(i), pairs[i]["sentence_A"], pairs[i]["sentence_B"], float(cos[i]) if with_cos else None,
+            fires(decide_fn, pairs[i]["sentence_A"], pairs[i]["sentence_B"], float(cos[i]) if with_cos else None,
                   thresholds)
             for i in idx
         ]  # fmt: skip
@@ -220,9 +208,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {"benchmark": "sick", "file": FILE, "pairs": len(pairs), "defaults": d}
     results["counts"] = {lbl: sum(p["entailment_judgment"] == lbl for p in pairs) for lbl in LABELS}
     results["at_defaults"] = rates(pairs, cos, decide, defaults)
-    model = for_embedder(emb.name)
-    if model is not None:
-        results["at_defaults_with_doubt"] = rates(pairs, cos, decide, defaults, doubt=(model, a, b))
     results["at_defaults_without_cosines"] = rates(pairs, cos, decide, defaults, with_cos=False)
     results["restatement_only"] = rates(pairs, cos, decide, Thresholds(value_rule=False))
     results["new_value_only"] = rates(pairs, cos, decide, Thresholds(supersede=1.0, restate_cosine=1.0))
@@ -261,8 +246,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "previous_rule" in results:
         table.append(line(f"previous: Jaccard >= 0.7 (at {BASE_COMMIT})", results["previous_rule"]))
     table.append(line("new, defaults", results["at_defaults"]))
-    if "at_defaults_with_doubt" in results:
-        table.append(line("new, defaults, the pair model's doubt (as at write)", results["at_defaults_with_doubt"]))
     table.append(line("new, defaults, no cosines known", results["at_defaults_without_cosines"]))
     table.append(line("new: restatement rule alone", results["restatement_only"]))
     table.append(line("new: same-slot new-value rule alone", results["new_value_only"]))

@@ -12,11 +12,10 @@ logistic regression (scikit-learn, lbfgs, L2) over `agentmem.currentness.pair.fe
 
 The thresholds come from the training pairs alone, never from an evaluation set: out-of-fold
 probabilities (5 folds) give `mark`, the lowest probability at which at most 3% of the "another
-fact" pairs are marked at recall; `order`, the probability that 90% of the replacing pairs reach
-(recall puts such pairs newest first, unmarked); `stands`, the probability that 95% of them reach
-(below it, a rule's supersession at write is doubted and both memories stay). `topic` is the cosine
-below which 5% of the replacing pairs fall (chosen on the dev half of
-data/currentness_natural.jsonl: 10% gave 88.3 newer first, 5% 91.7).
+fact" pairs are marked at recall, and `order`, the probability that 90% of the replacing pairs
+reach (recall puts such pairs newest first, unmarked); `topic` is the cosine below which 5% of the
+replacing pairs fall (chosen on the dev half of data/currentness_natural.jsonl: 10% gave 88.3
+newer first, 5% 91.7).
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ C = 1.0  # L2 strength, chosen on the dev half of data/currentness_natural.jsonl
 FOLDS = 5
 SEED = 7
 MARK_FPR, ORDER_RECALL, TOPIC_QUANTILE = 0.03, 0.90, 0.05
-STAND_LOSS = 0.05  # the share of replacing pairs whose supersession at write the model may doubt
 WORD_SCALE = 0.3  # the marking head's word inputs, against its vector inputs (dev half: 0, 0.1 ... 1)
 
 
@@ -100,7 +98,6 @@ def train(data: list[tuple[str, str, bool, bool]], vectors: dict[str, np.ndarray
     negatives = np.sort(marking[other])
     mark = float(negatives[min(len(negatives) - 1, int(np.floor((1 - MARK_FPR) * len(negatives))))]) + 1e-6
     order = float(np.quantile(ordering[y], 1 - ORDER_RECALL))
-    stands = float(np.quantile(marking[y], STAND_LOSS))
     ordered = (ordering >= order) | (marking >= mark)
     return {
         "arrays": arrays,
@@ -108,14 +105,12 @@ def train(data: list[tuple[str, str, bool, bool]], vectors: dict[str, np.ndarray
             "mark": round(mark, 4),
             "order": round(order, 4),
             "topic": round(float(np.quantile(dense[y, 0], TOPIC_QUANTILE)), 4),
-            "stands": round(stands, 4),
         },
         "out_of_fold": {
             "replacing_marked": round(float((marking[y] >= mark).mean()), 3),
             "replacing_ordered": round(float(ordered[y].mean()), 3),
             "another_fact_ordered": round(float(ordered[other].mean()), 3),
             "another_fact_marked": round(float((marking[other] >= mark).mean()), 3),
-            "another_fact_doubted": round(float((marking[other] < stands).mean()), 3),
         },
         "pairs": {"total": len(y), "replaces": int(y.sum()), "another_fact": int(other.sum())},
         "words": len(arrays["marks_words"]),

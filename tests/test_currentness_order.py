@@ -41,7 +41,7 @@ def unit(*xs: float) -> np.ndarray:
 def model(bias: float) -> pair.PairModel:
     """A pair model whose verdict is its bias alone: every pair gets sigmoid(bias)."""
     head = pair.Head(weights=np.zeros(2 + 3 * DIM, np.float32), bias=bias)
-    return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5, stands=0.2)
+    return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5)
 
 
 # ranked: an older fact first, an unrelated memory, then the newer statement of the older's topic

@@ -556,39 +556,3 @@ def test_a_lead_in_label_through_remember_and_observe(tmp_path: Any, real_embedd
             assert [v.content for v in dead] == ([old] if fires else []), text
             said = mem.list_versions(projects=[f"o{n}"], kinds=[CLAIM], status="active", latest_only=False)[0]
             assert [v.content for v in said if v.content != old] == [said_as], text  # no label
-
-
-def test_a_doubted_change_supersedes_nothing_and_a_named_slot_is_not_doubted() -> None:
-    """The pair model's doubt holds back the rules that read a change from the words (a new value,
-    a move); a question names its slot as a key does, so its new answer is never doubted."""
-
-    def doubting(d: bool) -> Any:
-        return lambda **kw: decide(
-            kind="fact", triple_object=None, keyed=None, slotted=None, exact=None, thresholds=Thresholds(),
-            doubted=lambda _m: d, **kw,
-        )  # fmt: skip
-
-    cases = [
-        ("The dev server runs on port 3000", "The dev server is on port 4000 now", "new value"),
-        ("We deploy the shop API on Fly.io", "We're on Render now for the shop API", "moved"),
-    ]
-    for old, new, reason in cases:
-        assert doubting(False)(content=new, candidates=[mv(1, old)], cosines={1: 0.6}).reason == reason
-        assert doubting(True)(content=new, candidates=[mv(1, old)], cosines={1: 0.6}).outcome == "created"
-    asked = [mv(1, "Who is the education minister of Bihar? Krishna Nandan Prasad Verma.")]
-    d = doubting(True)(content="Who is the education minister of Bihar? Vijay Kumar Choudhary.", candidates=asked,
-                       cosines={1: 0.8})  # fmt: skip
-    assert d.reason == "new answer"
-
-
-@pytest.mark.model
-def test_real_model_keeps_an_added_fact_beside_the_first(tmp_path, real_embedder) -> None:  # type: ignore[no-untyped-def]
-    """Words alone read "Ayodele ... speaks French" as a new value of what Ayodele speaks; the
-    pair model reads another fact, and both stay current. A plain change still supersedes."""
-    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
-        first = mem.remember("Ayodele speaks Yoruba.", project=P).memory
-        assert mem.remember("Ayodele also speaks French fluently.", project=P).outcome == "created"
-        assert mem.get(first.id).is_latest
-        port = mem.remember("The dev server runs on port 3000.", project=P).memory
-        moved = mem.remember("The dev server is on port 4000 now.", project=P)
-        assert moved.outcome == "superseded" and moved.superseded_id == port.id

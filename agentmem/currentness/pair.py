@@ -90,7 +90,6 @@ class PairModel(msgspec.Struct, frozen=True):
     order: float  # recall puts the newer of two hits about one topic first at or above this (`orders`)
     mark: float  # recall marks the older hit `older_than` at or above this (`marks`)
     topic: float  # the cosine at which two hits can be about one topic
-    stands: float  # a rule's supersession at write stands at or above this (`marks`); below, it is doubted
 
     @property
     def dim(self) -> int:
@@ -105,11 +104,6 @@ class PairModel(msgspec.Struct, frozen=True):
         marked = self.marks.weigh(older, newer, sets, jac) >= self.mark
         ordered = self.orders.weigh(older, newer, sets, jac) >= self.order
         return ordered | marked, marked
-
-    def doubts(self, older: np.ndarray, newer: np.ndarray, older_text: str, newer_text: str) -> bool:
-        """Whether the newer text reads as another fact beside the older one, not its replacement:
-        write time's check on a rule that would supersede the older one."""
-        return bool(self.marks.each(older[None], newer[None], [older_text], [newer_text])[0] < self.stands)
 
 
 def _word_sets(
@@ -142,4 +136,4 @@ def shipped() -> PairModel:
     card = json.loads(CARD.read_text())
     t = card["thresholds"]
     return PairModel(embedder=card["embedder"], orders=heads["orders"], marks=heads["marks"], order=t["order"],
-                     mark=t["mark"], topic=t["topic"], stands=t["stands"])  # fmt: skip
+                     mark=t["mark"], topic=t["topic"])  # fmt: skip
