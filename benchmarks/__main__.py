@@ -25,6 +25,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
     "sick": ("benchmarks.sick", "supersession decisions on SICK pairs (false kills) and a threshold sweep", "3 min"),
     "claim_pairs": ("benchmarks.claim_pairs", "supersession on hand-written update / restate / different claim pairs",
                     "1 min"),
+    "pair_heldout": ("benchmarks.pair_heldout", "the shipped pair model on held-out labelled pairs, by style",
+                     "1 min"),
     "knowledge_update": ("benchmarks.knowledge_update",
                          "LongMemEval knowledge updates: the later statement first, the earlier reachable",
                          "3 min"),
@@ -53,7 +55,8 @@ BENCHMARKS: dict[str, tuple[str, str, str]] = {
                   "5 min"),
 }  # fmt: skip
 GROUPS = {
-    "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs", "knowledge_update", "situatedqa"],
+    "quality": ["longmemeval", "locomo", "changing_facts", "sick", "claim_pairs", "pair_heldout", "knowledge_update",
+                "situatedqa"],
     "speed": ["latency", "recall_ab", "http_latency", "concurrency", "lifecycle", "backends", "peers"],
 }
 
