@@ -436,7 +436,7 @@ PROFILE_PARTS: tuple[tuple[str, Where], ...] = (
 PROFILE_SUBPARTS: tuple[tuple[str, Where], ...] = (
     # shown under the parts above, not added up: they are inside them or in "other"
     ("of which slot rules (slots.pairs)", (("agentmem/slots.py", "pairs"),)),
-    ("of which pair model (currentness.pair.PairModel.judge_each)", (("agentmem/currentness/pair.py", "judge_each"),)),
+    ("of which pair model (currentness.pair.PairModel.judge)", (("agentmem/currentness/pair.py", "judge"),)),
     ("live-set lookups (LiveSet.many, LiveSet.get)", (("agentmem/live.py", "many"), ("agentmem/live.py", "get"))),
     ("input validation (validate.*)", (("agentmem/validate.py", "*"),)),
 )

@@ -51,10 +51,11 @@ def order(
             relate(i, j, SAME_QUESTION if asks[i] and asks[j] else None)
     pairs = _topic_pairs(head, vectors, model.topic, asks) if model is not None else []
     if model is not None and pairs:
-        olds, news = [head[i].memory for i, _ in pairs], [head[j].memory for _, j in pairs]
-        ordered, marked = model.judge_each(np.stack([vectors[m.id] for m in olds]),
-                                           np.stack([vectors[m.id] for m in news]),
-                                           [m.content for m in olds], [m.content for m in news])  # fmt: skip
+        row = {i: r for r, i in enumerate(sorted({i for pair in pairs for i in pair}))}  # each hit read once
+        ordered, marked = model.judge(
+            np.stack([vectors[head[i].memory.id] for i in row]), [head[i].memory.content for i in row],
+            np.array([row[i] for i, _ in pairs]), np.array([row[j] for _, j in pairs]),
+        )  # fmt: skip
         for (i, j), o, m in zip(pairs, ordered, marked, strict=True):
             if o:
                 relate(i, j, PAIR_MODEL if m else None)

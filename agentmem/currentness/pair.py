@@ -37,6 +37,24 @@ def word_features(older_text: str, newer_text: str) -> list[str]:
     return sorted([f"+{w}" for w in b - a] + [f"-{w}" for w in a - b])
 
 
+class Bags(msgspec.Struct, frozen=True):
+    """The texts a batch of pairs reads, each as a row of 0/1 over the words they hold together:
+    what both heads read of the words, built once for all the pairs among them."""
+
+    rows: np.ndarray  # texts x words
+    words: list[str]
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> Bags:
+        sets = [token_set(t) for t in texts]
+        index: dict[str, int] = {}
+        cols = [[index.setdefault(w, len(index)) for w in s] for s in sets]
+        rows = np.zeros((len(texts), len(index)), dtype=np.float32)
+        for r, c in enumerate(cols):
+            rows[r, c] = 1.0
+        return cls(rows=rows, words=list(index))
+
+
 class Head(msgspec.Struct, frozen=True):
     """One logistic regression over `features` (`weights`, `bias`) and `word_features`: the weight
     of each word the newer text adds (`added`) or drops (`dropped`)."""
@@ -48,33 +66,38 @@ class Head(msgspec.Struct, frozen=True):
 
     def each(self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
              newer_texts: Sequence[str]) -> np.ndarray:  # fmt: skip
-        """Its probability for n pairs at once (rows of `older` and `newer`), weighed without
-        building `features`."""
-        return self.weigh(older, newer, *_word_sets(older_texts, newer_texts))
+        """Its probability for n pairs given apart (rows of `older` and `newer`)."""
+        n = len(older_texts)
+        return self.weigh(np.vstack([older, newer]), Bags.of([*older_texts, *newer_texts]), np.arange(n),
+                          np.arange(n, 2 * n))  # fmt: skip
 
     @property
     def dim(self) -> int:
         """The size of the vectors it reads."""
         return (len(self.weights) - 2) // 3
 
-    def weigh(
-        self, older: np.ndarray, newer: np.ndarray, sets: Sequence[tuple[frozenset[str], frozenset[str]]],
-        jac: np.ndarray,
-    ) -> np.ndarray:  # fmt: skip
-        """`each`, given the pairs' token sets and their Jaccard overlaps."""
+    def weigh(self, vectors: np.ndarray, bags: Bags, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
+        """Its probability for the pairs (`older[k]`, `newer[k]`) of rows of `vectors` and `bags`,
+        weighed without building `features`: one pass over all pairs, no loop per pair."""
         d, w = self.dim, self.weights
+        o, n = vectors[older], vectors[newer]
+        xo, xn = bags.rows[older], bags.rows[newer]
+        both = xo * xn
+        shared = both.sum(axis=1)
+        union = xo.sum(axis=1) + xn.sum(axis=1) - shared
+        jac = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
         z = (
-            w[0] * np.einsum("ij,ij->i", older, newer)
+            w[0] * np.einsum("ij,ij->i", o, n)
             + w[1] * jac
-            + (older * newer) @ w[2 : 2 + d]
-            + np.abs(older - newer) @ w[2 + d : 2 + 2 * d]
-            + (newer - older) @ w[2 + 2 * d :]
+            + (o * n) @ w[2 : 2 + d]
+            + np.abs(o - n) @ w[2 + d : 2 + 2 * d]
+            + (n - o) @ w[2 + 2 * d :]
             + self.bias
         )
         if self.added or self.dropped:
-            add, drop = self.added.get, self.dropped.get
-            z += np.asarray([sum(add(t, 0.0) for t in b - a) + sum(drop(t, 0.0) for t in a - b) for a, b in sets],
-                            dtype=np.float32)  # fmt: skip
+            add = np.array([self.added.get(t, 0.0) for t in bags.words], dtype=np.float32)
+            drop = np.array([self.dropped.get(t, 0.0) for t in bags.words], dtype=np.float32)
+            z += (xn - both) @ add + (xo - both) @ drop
         return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
@@ -96,22 +119,22 @@ class PairModel(msgspec.Struct, frozen=True):
         """The size of the vectors it reads."""
         return self.orders.dim
 
+    def judge(
+        self, vectors: np.ndarray, texts: Sequence[str], older: np.ndarray, newer: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For the pairs (`older[k]`, `newer[k]`) of rows of `vectors` / `texts` (recall's window:
+        each hit in many pairs): whether recall puts the newer first, and whether it marks the older."""
+        bags = Bags.of(texts)
+        marked = self.marks.weigh(vectors, bags, older, newer) >= self.mark
+        ordered = self.orders.weigh(vectors, bags, older, newer) >= self.order
+        return ordered | marked, marked
+
     def judge_each(
         self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """For n pairs: whether recall puts the newer first, and whether it marks the older."""
-        sets, jac = _word_sets(older_texts, newer_texts)
-        marked = self.marks.weigh(older, newer, sets, jac) >= self.mark
-        ordered = self.orders.weigh(older, newer, sets, jac) >= self.order
-        return ordered | marked, marked
-
-
-def _word_sets(
-    older_texts: Sequence[str], newer_texts: Sequence[str]
-) -> tuple[list[tuple[frozenset[str], frozenset[str]]], np.ndarray]:
-    """Each pair's token sets, and their Jaccard overlaps: what both heads read of the words."""
-    sets = [(token_set(a), token_set(b)) for a, b in zip(older_texts, newer_texts, strict=True)]
-    return sets, np.asarray([jaccard(a, b) for a, b in sets], dtype=np.float32)
+        """`judge` for n pairs given apart (rows of `older` and `newer`)."""
+        n = len(older_texts)
+        return self.judge(np.vstack([older, newer]), [*older_texts, *newer_texts], np.arange(n), np.arange(n, 2 * n))
 
 
 def for_embedder(name: str) -> PairModel | None:
