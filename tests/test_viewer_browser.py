@@ -73,16 +73,23 @@ def browser() -> Iterator[Any]:
 def _waits(browser: Any) -> tuple[Any, Any]:
     """`shown(css, text)`: the first element matching `css` once its text holds `text`;
     `listed(css)`: the elements matching `css` once there is at least one."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.wait import WebDriverWait
 
+    # While a submitted form loads, the old page's element can leave the document between finding
+    # it and reading it: chromedriver then says "Node with given id does not belong to the
+    # document". Look again until the wait runs out; a page that never comes still times out.
+    def wait() -> WebDriverWait:
+        return WebDriverWait(browser, WAIT, ignored_exceptions=(WebDriverException,))
+
     def shown(css: str, text: str) -> Any:
-        WebDriverWait(browser, WAIT).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
+        wait().until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
         return browser.find_element(By.CSS_SELECTOR, css)
 
     def listed(css: str) -> list[Any]:
-        return WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, css))  # type: ignore[no-any-return]
+        return wait().until(lambda b: b.find_elements(By.CSS_SELECTOR, css))  # type: ignore[no-any-return]
 
     return shown, listed
 
