@@ -19,9 +19,11 @@ from agentmem.errors import AgentMemError, ValidationError
 from agentmem.flags import add_flags, arguments
 from agentmem.kinds import KINDS, TIERS
 from agentmem.operations import (
+    AuditRequest,
     ConsolidateRequest,
     DeleteRequest,
     EndSessionRequest,
+    ListRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -91,9 +93,10 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
     i.add_argument("file", help="input file, - for stdin")
 
     add_flags(sub.add_parser("sweep", help="archive memories whose retention faded, and expired ones"), SweepRequest)
-    a = sub.add_parser("archived", help="list archived and expired memories")
-    a.add_argument("--project", action="append")
-    a.add_argument("--limit", type=int, default=50)
+    add_flags(sub.add_parser("list", help="list memory versions, newest first"), ListRequest)
+    a = sub.add_parser("archived", help="list archived and expired memories (the flags of list)")
+    add_flags(a, ListRequest)
+    a.set_defaults(status=["archived", "expired"])
     for name, text in (("restore", "bring an archived or expired memory back"), ("pin", "exempt from the sweep"),
                        ("retention", "show retention score and tier")):  # fmt: skip
         c = sub.add_parser(name, help=text)
@@ -104,13 +107,7 @@ def _parser() -> tuple[argparse.ArgumentParser, Any]:
             add_flags(c, PinRequest)
     add_flags(sub.add_parser("delete", help="governance delete: erase content for good (needs --reason)"),
               DeleteRequest)  # fmt: skip
-    u = sub.add_parser("audit", help="show the audit log, newest first")
-    u.add_argument("--project", action="append")
-    u.add_argument("--action", action="append", default=[])
-    u.add_argument("--since")
-    u.add_argument("--until")
-    u.add_argument("--memory", type=int, help="entries of this memory's lineage")
-    u.add_argument("--limit", type=int, default=50)
+    add_flags(sub.add_parser("audit", help="show the audit log, newest first"), AuditRequest)
     sub.add_parser("compact", help="rewrite the database file so erased content leaves the disk (offline)")
     es = sub.add_parser("end-session", help="a session is over: its observations become one episodic memory")
     es.add_argument("session")
@@ -257,11 +254,10 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
         ]
         lines += [f"  #{i.id} {i.action} ({i.kind}, {i.project}) retention {i.retention}" for i in r.items[:50]]
         _out(args, r, "\n".join(lines))
-    elif cmd == "archived":
-        found = []
-        for status in ("archived", "expired"):
-            found += mem.list_versions(projects=args.project, status=status, limit=args.limit)[0]
-        _out(args, found, "\n".join(_line(m) for m in found) or "no archived memories")
+    elif cmd in ("list", "archived"):
+        found, _ = mem.list_versions(**arguments(args, ListRequest))
+        none = "no archived memories" if cmd == "archived" else "no memories"
+        _out(args, found, "\n".join(_line(m) for m in found) or none)
     elif cmd == "restore":
         m = mem.restore(args.id, **arguments(args, RestoreRequest))
         _out(args, m, f"restored {_line(m)}")
@@ -296,8 +292,7 @@ def _lifecycle(args: argparse.Namespace, mem: MemoryAPI) -> None:
         lines += [f"  <- {_line(m)}" for m in p.evidence] + [f"  -> {_line(m)}" for m in p.derived]
         _out(args, p, "\n".join(lines))
     elif cmd == "audit":
-        entries, _ = mem.audit(projects=args.project, actions=args.action, since=args.since, until=args.until,
-                               memory_id=args.memory, limit=args.limit)  # fmt: skip
+        entries, _ = mem.audit(**arguments(args, AuditRequest))
         text = [
             f"{e.created_at:%Y-%m-%d %H:%M:%S} {e.action} by {e.actor}: {e.affected} in {e.project or '*'}"
             f"{f' #{e.memory_id}' if e.memory_id else ''}{f' ({e.reason})' if e.reason else ''}"

@@ -8,8 +8,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -25,12 +24,14 @@ from agentmem.contract import MemoryAPI
 from agentmem.errors import ServiceUnavailableError, ValidationError, for_reply
 from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.operations import (
+    AuditRequest,
     ConsolidateRequest,
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
     IngestConversationRequest,
     IngestPathRequest,
+    ListRequest,
     ObserveRequest,
     PinRequest,
     RebuildRequest,
@@ -48,7 +49,6 @@ from agentmem.retention import Retention
 from indexes.sync import Consistency
 
 T = TypeVar("T")
-Params = list[tuple[str, str | int | float | bool | None]]
 
 
 _JSON = {"content-type": "application/json"}
@@ -163,25 +163,11 @@ class Client(MemoryAPI):
     def history(self, memory_id: int) -> list[MemoryVersion]:
         return self._call("GET", f"/v1/memories/{int(memory_id)}/history", list[MemoryVersion])  # type: ignore[no-any-return]
 
-    def list_versions(
-        self,
-        *,
-        projects: Sequence[str] | None = None,
-        kinds: Sequence[str] = (),
-        tiers: Sequence[str] = (),
-        agent: str | None = None,
-        status: str | None = "active",
-        latest_only: bool = True,
-        before_id: int | None = None,
-        limit: int = 50,
-    ) -> tuple[list[MemoryVersion], int | None]:
-        if projects is not None and not projects:
+    def _list_versions(self, request: ListRequest) -> tuple[list[MemoryVersion], int | None]:
+        if request.projects is not None and not request.projects:
             return [], None  # as in process: no projects, no versions (the service would read "all of mine")
-        params: Params = [("project", p) for p in projects or ()]
-        params += [("kind", k) for k in kinds] + [("tier", t) for t in tiers]
-        params += [(n, v) for n, v in (("agent", agent), ("cursor", before_id)) if v is not None]
-        params += [("status", status or "all"), ("latest_only", latest_only), ("limit", limit)]
-        page = self._call("GET", "/v1/memories", _Page, params=params)
+        asked = msgspec.structs.replace(request, status=list(request.statuses() or ["all"]))
+        page = self._call("GET", "/v1/memories", _Page, params=query(asked))
         return page.items, page.next_cursor
 
     def provenance(self, memory_id: int) -> Provenance:
@@ -238,24 +224,10 @@ class Client(MemoryAPI):
         """`scope` narrows the token's projects."""
         return self._call("POST", "/v1/delete", DeleteReport, content=_body(request), headers=_JSON)  # type: ignore[no-any-return]
 
-    def audit(
-        self,
-        *,
-        projects: Sequence[str] | None = None,
-        actions: Sequence[str] = (),
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        memory_id: int | None = None,
-        before_id: int | None = None,
-        limit: int = 50,
-    ) -> tuple[list[AuditEntry], int | None]:
-        params: Params = [("project", p) for p in projects or ()]
-        params += [("action", a) for a in actions]
-        for name, value in (("since", since), ("until", until), ("memory_id", memory_id), ("cursor", before_id)):
-            if value is not None:
-                params.append((name, value.isoformat() if isinstance(value, datetime) else value))
-        params.append(("limit", limit))
-        page = self._call("GET", "/v1/audit", _AuditPage, params=params)
+    def _audit(self, request: AuditRequest) -> tuple[list[AuditEntry], int | None]:
+        if request.projects is not None and not request.projects:
+            return [], None  # as in process: no projects, no entries
+        page = self._call("GET", "/v1/audit", _AuditPage, params=query(request))
         return page.items, page.next_cursor
 
     # -- consolidation --------------------------------------------------------

@@ -27,12 +27,14 @@ from agentmem.consolidate import PASSES, ConsolidationReport, EpisodeResult, Pro
 from agentmem.context import Context
 from agentmem.lifecycle import DeleteReport, SweepReport
 from agentmem.operations import (
+    AuditRequest,
     ConsolidateRequest,
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
     IngestConversationRequest,
     IngestPathRequest,
+    ListRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -91,7 +93,6 @@ class MemoryAPI(Protocol):
         """
         return self._observe(list(items), actor=actor)
 
-
     # -- reading
     def recall(
         self,
@@ -149,11 +150,14 @@ class MemoryAPI(Protocol):
         kinds: Sequence[str] = (),
         tiers: Sequence[str] = (),
         agent: str | None = None,
-        status: str | None = "active",
+        status: str | Sequence[str] | None = ("active",),
         latest_only: bool = True,
         before_id: int | None = None,
         limit: int = 50,
-    ) -> tuple[list[MemoryVersion], int | None]: ...
+    ) -> tuple[list[MemoryVersion], int | None]:
+        """A page of versions, newest first, and the next page's cursor (see `ListRequest`)."""
+        return self._list_versions(ListRequest(**_given(locals())))
+
     def provenance(self, memory_id: int) -> Provenance: ...
 
     # -- upkeep
@@ -221,7 +225,9 @@ class MemoryAPI(Protocol):
         memory_id: int | None = None,
         before_id: int | None = None,
         limit: int = 50,
-    ) -> tuple[list[AuditEntry], int | None]: ...
+    ) -> tuple[list[AuditEntry], int | None]:
+        """A page of the audit log, newest first, and the next page's cursor (see `AuditRequest`)."""
+        return self._audit(AuditRequest(**_given(locals())))
 
     # -- consolidation
     def consolidate(
@@ -297,6 +303,8 @@ class MemoryAPI(Protocol):
     def _end_session(self, session: str, request: EndSessionRequest, *, actor: str) -> EpisodeResult: ...
     def _rebuild(self, request: RebuildRequest, *, actor: str) -> Consistency: ...
     def _stats(self, request: ScopeRequest) -> Stats: ...
+    def _list_versions(self, request: ListRequest) -> tuple[list[MemoryVersion], int | None]: ...
+    def _audit(self, request: AuditRequest) -> tuple[list[AuditEntry], int | None]: ...
     def _export_lines(self, request: ScopeRequest) -> Iterator[bytes]: ...
     def _ingest_conversation(self, request: IngestConversationRequest, *, actor: str, progress: bool) -> ScanReport: ...
     def _ingest_path(self, what: str, request: IngestPathRequest, actor: str, progress: bool) -> ScanReport: ...

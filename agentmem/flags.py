@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 from types import UnionType
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
 
@@ -36,8 +36,10 @@ class _Append(argparse.Action):
 def _base(annotation: Any) -> Any:
     """The field's type without Annotated and None: `int | None` -> int; a union of several -> str."""
     base = get_args(annotation)[0] if get_args(annotation) else annotation
-    options = [t for t in get_args(base) if t is not type(None)] if isinstance(base, UnionType) else [base]
-    return options[0] if len(options) == 1 else str
+    union = get_origin(base) in (Union, UnionType)  # `Positive | None` is a typing.Union
+    options = [t for t in get_args(base) if t is not type(None)] if union else [base]
+    one = options[0] if len(options) == 1 else str
+    return get_args(one)[0] if get_origin(one) is Annotated else one
 
 
 def add_flags(parser: argparse.ArgumentParser, request: type[Request]) -> None:

@@ -30,12 +30,14 @@ from agentmem.filters import Filter, one_of
 from agentmem.kinds import STATUSES, TIERS
 from agentmem.migrations import LATEST
 from agentmem.operations import (
+    AuditRequest,
     ConsolidateRequest,
     ContextRequest,
     DeleteRequest,
     EndSessionRequest,
     IngestConversationRequest,
     IngestPathRequest,
+    ListRequest,
     PinRequest,
     RebuildRequest,
     RecallRequest,
@@ -183,36 +185,27 @@ class Memory(MemoryAPI):
         """The history of each lineage, by lineage id, in one read (a recall's hits with their past)."""
         return self.store.lineages(lineage_ids)
 
-    def list_versions(
-        self,
-        *,
-        projects: Sequence[str] | None = None,
-        kinds: Sequence[str] = (),
-        tiers: Sequence[str] = (),
-        agent: str | None = None,
-        status: str | None = "active",
-        latest_only: bool = True,
-        before_id: int | None = None,
-        limit: int = 50,
-    ) -> tuple[list[MemoryVersion], int | None]:
+    def _list_versions(self, request: ListRequest) -> tuple[list[MemoryVersion], int | None]:
         """A page of versions, newest id first, and the cursor for the next page (None at the end)."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.config.max_k:
+        r = request
+        if isinstance(r.limit, bool) or not isinstance(r.limit, int) or not 1 <= r.limit <= self.config.max_k:
             raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
-        if status is not None and status not in STATUSES:
-            raise ValidationError(f"unknown status {status!r}: choose one of {', '.join(STATUSES)}")
-        if projects is not None and not projects:
+        statuses = r.statuses()
+        if statuses is not None and (wrong := [s for s in statuses if s not in STATUSES]):
+            raise ValidationError(f"unknown status {wrong[0]!r}: choose one of {', '.join(STATUSES)}")
+        if r.projects is not None and not r.projects:
             return [], None
         scope = Filter(
-            projects=None if projects is None else tuple(projects),
-            kinds=one_of(validate.choices(kinds, self.config.kinds, "kind")),
-            tiers=one_of(validate.choices(tiers, TIERS, "tier")),
-            agent=validate.name(agent, "agent", self.config),
-            statuses=None if status is None else (status,),
-            latest_only=latest_only,
-            before_id=None if before_id is None else int(before_id),
+            projects=None if r.projects is None else tuple(r.projects),
+            kinds=one_of(validate.choices(r.kinds, self.config.kinds, "kind")),
+            tiers=one_of(validate.choices(r.tiers, TIERS, "tier")),
+            agent=validate.name(r.agent, "agent", self.config),
+            statuses=statuses,
+            latest_only=r.latest_only,
+            before_id=None if r.before_id is None else int(r.before_id),
         )
-        rows = self.store.versions(scope, order="-id", limit=limit + 1)
-        return rows[:limit], (rows[limit - 1].id if len(rows) > limit else None)
+        rows = self.store.versions(scope, order="-id", limit=r.limit + 1)
+        return rows[: r.limit], (rows[r.limit - 1].id if len(rows) > r.limit else None)
 
     def links(self, memory_id: int) -> list[Link]:
         self.get(memory_id)
@@ -271,30 +264,19 @@ class Memory(MemoryAPI):
         """The governance delete: erase content by ids, lineages or a filter (see agentmem.lifecycle.delete)."""
         return lifecycle.delete(self.engine, request, actor=actor)
 
-    def audit(
-        self,
-        *,
-        projects: Sequence[str] | None = None,
-        actions: Sequence[str] = (),
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        memory_id: int | None = None,
-        before_id: int | None = None,
-        limit: int = 50,
-    ) -> tuple[list[AuditEntry], int | None]:
+    def _audit(self, request: AuditRequest) -> tuple[list[AuditEntry], int | None]:
         """A page of the audit log, newest first, and the cursor of the next page."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.config.max_k:
+        r = request
+        if isinstance(r.limit, bool) or not isinstance(r.limit, int) or not 1 <= r.limit <= self.config.max_k:
             raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
-        actions = validate.choices(actions, audit.ACTIONS, "action")
-        start, end = validate.utc(since, "since"), validate.utc(until, "until")
         return self.store.audit_page(
-            projects=projects,
-            actions=actions,
-            since=start,
-            until=end,
-            memory_id=validate.memory_id(memory_id, "memory_id") if memory_id is not None else None,
-            before_id=before_id,
-            limit=limit,
+            projects=r.projects,
+            actions=validate.choices(r.actions, audit.ACTIONS, "action"),
+            since=validate.utc(r.since, "since"),
+            until=validate.utc(r.until, "until"),
+            memory_id=validate.memory_id(r.memory_id, "memory_id") if r.memory_id is not None else None,
+            before_id=r.before_id,
+            limit=r.limit,
         )
 
     def _consolidate(self, request: ConsolidateRequest, *, actor: str) -> list[consolidation.ConsolidationReport]:

@@ -7,7 +7,8 @@ written from it. A field added here without the keyword method or the docs fails
 tests/test_operations.py and tests/test_docs.py.
 
 A field's `_about` may also say how a surface shows it: `flag="--from"` names its CLI flag,
-`metavar="FILE"` a positional's, `mcp=False` leaves it out of the MCP tool, `own=True` marks the
+`metavar="FILE"` a positional's, `query="name"` its name in a GET route's query string (else the
+flag's), `mcp=False` leaves it out of the MCP tool, `own=True` marks the
 caller's own project (the CLI's default is $AGENTMEM_PROJECT, the service's the token's, the MCP
 server's the configured one).
 """
@@ -26,6 +27,9 @@ from agentmem.records import Message, NewMemory, TimeRange, Triple
 def _about(text: str, **shown: Any) -> msgspec.Meta:
     """A field's description (the OpenAPI schema, the CLI's help, the MCP tool, the docs) and how surfaces show it."""
     return msgspec.Meta(description=text, extra=shown or None)
+
+
+Positive = Annotated[int, msgspec.Meta(ge=1)]  # an id or a cursor
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -99,9 +103,9 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     tool: Annotated[str | None, _about("the tool or command involved, if any", **{"as": "title"})] = None
     source: Annotated[str, _about("which host recorded it, e.g. mcp", **_SET_BY_HOST)] = "api"
     source_ref: Annotated[str | None, _about("where in the source", **_SET_BY_HOST)] = None
-    at: Annotated[
-        datetime | None, _about("when (ISO 8601; default now)", **{"as": "valid_from"}, **_SET_BY_HOST)
-    ] = None
+    at: Annotated[datetime | None, _about("when (ISO 8601; default now)", **{"as": "valid_from"}, **_SET_BY_HOST)] = (
+        None
+    )
     salience: Annotated[float, _about("how much it matters, 0 to 1", **_SET_BY_HOST)] = 0.3
     tier: Annotated[str, _about("the tier it is kept in", **_SET_BY_HOST)] = "working"
 
@@ -192,6 +196,47 @@ class ScopeRequest(Request, frozen=True):
     ] = None
 
 
+class ListRequest(Request, frozen=True):
+    """A page of versions, newest first; `before_id` is the previous page's `next_cursor`."""
+
+    projects: Annotated[
+        list[str] | None, _about("only these projects (default: all; over HTTP, the token's)", flag="--project")
+    ] = None
+    kinds: Annotated[list[str], _about("only these kinds (empty: all)", flag="--kind")] = []
+    tiers: Annotated[list[str], _about("only these tiers (empty: all)", flag="--tier")] = []
+    agent: Annotated[str | None, _about("only memories of this agent")] = None
+    status: Annotated[
+        list[str],
+        _about("only these statuses: active, superseded, archived, expired, deleted, or all", flag="--status"),
+    ] = msgspec.field(default_factory=lambda: ["active"])
+    latest_only: Annotated[
+        bool, _about("only each lineage's latest version (false: every version)", flag="--all-versions",
+                     query="latest_only"),
+    ] = True  # fmt: skip
+    before_id: Annotated[Positive | None, _about("the next_cursor of the previous page", flag="--cursor")] = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000), _about("at most this many, 1 to 1000")] = 50
+
+    def statuses(self) -> tuple[str, ...] | None:
+        """The statuses asked for; None for every one ("all", or None given in process)."""
+        given: Any = self.status
+        wanted = [given] if isinstance(given, str) else list(given or ["all"])
+        return None if "all" in wanted else tuple(wanted)
+
+
+class AuditRequest(Request, frozen=True):
+    """A page of the audit log, newest first; `before_id` is the previous page's `next_cursor`."""
+
+    projects: Annotated[
+        list[str] | None, _about("only these projects (default: all; over HTTP, the token's)", flag="--project")
+    ] = None
+    actions: Annotated[list[str], _about("only these actions (empty: all)", flag="--action")] = []
+    since: Annotated[datetime | None, _about("entries at or after this time (ISO 8601)")] = None
+    until: Annotated[datetime | None, _about("entries before this time (ISO 8601)")] = None
+    memory_id: Annotated[Positive | None, _about("only entries of this memory's lineage")] = None
+    before_id: Annotated[Positive | None, _about("the next_cursor of the previous page", flag="--cursor")] = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000), _about("at most this many, 1 to 1000")] = 50
+
+
 class RebuildRequest(Request, frozen=True):
     """Rebuild indexes from the store of record (no re-embedding) while recall keeps serving."""
 
@@ -242,6 +287,8 @@ REQUESTS: dict[str, type[Request]] = {
     "rebuild": RebuildRequest,
     "stats": ScopeRequest,
     "export_lines": ScopeRequest,
+    "list_versions": ListRequest,
+    "audit": AuditRequest,
     "ingest_conversation": IngestConversationRequest,
     "ingest_notes": IngestPathRequest,
     "ingest_code": IngestPathRequest,
@@ -270,14 +317,17 @@ def query(request: Request) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for f, name in zip(msgspec.structs.fields(request), query_names(type(request)), strict=True):
         value = getattr(request, f.name)
+        value = value.isoformat() if isinstance(value, datetime) else value
         out += [(name, v) for v in value] if isinstance(value, list) else [(name, value)] if value is not None else []
     return out
 
 
 def query_names(request: type[Request]) -> list[str]:
-    """Each field's name in a GET route's query string: its CLI flag's, without the dashes."""
+    """Each field's name in a GET route's query string: the `query` its `_about` gives, else its CLI
+    flag's without the dashes."""
     fields = msgspec.structs.fields(request)
-    return [(shown(f.type).get("flag") or f.name).lstrip("-").replace("-", "_") for f in fields]
+    names = [shown(f.type).get("query") or shown(f.type).get("flag") or f.name for f in fields]
+    return [n.lstrip("-").replace("-", "_") for n in names]
 
 
 def default(field: msgspec.structs.FieldInfo) -> Any:

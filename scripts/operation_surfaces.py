@@ -34,7 +34,7 @@ SURFACES: dict[str, tuple[str, tuple[str, ...], str, str, str, str]] = {
     "search": ("", ("RecallRequest",), "recall", "search", "recall", "recall"),
     "recall": ("", ("RecallRequest",), "recall", "recall", "recall", "recall"),
     "context": ("agentmem/context.py:working_set", ("ContextRequest",), "context", "context", "context", "context"),
-    "list_versions": ("", (), "list_memories", "list_versions", "", ""),
+    "list_versions": ("", ("ListRequest",), "list_memories", "list_versions", "", ""),
     "stats": ("", ("ScopeRequest",), "stats", "stats", "", ""),
     "rebuild": ("", ("RebuildRequest",), "start_rebuild", "rebuild", "", ""),
     "export_lines": ("agentmem/transfer.py:export_lines", ("ScopeRequest",), "export", "export_lines", "", ""),
@@ -42,7 +42,7 @@ SURFACES: dict[str, tuple[str, tuple[str, ...], str, str, str, str]] = {
     "restore": ("agentmem/lifecycle.py:restore", ("RestoreRequest",), "restore", "restore", "", ""),
     "pin": ("agentmem/lifecycle.py:pin", ("PinRequest",), "pin", "pin", "", ""),
     "delete": ("agentmem/lifecycle.py:delete", ("DeleteRequest",), "delete", "delete", "forget", "delete"),
-    "audit": ("", (), "audit_log", "audit", "", ""),
+    "audit": ("", ("AuditRequest",), "audit_log", "audit", "", ""),
     "consolidate": ("agentmem/consolidate.py:run", ("ConsolidateRequest",), "consolidate", "consolidate", "", ""),
     "end_session": (
         "agentmem/consolidate.py:end_session",

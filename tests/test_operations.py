@@ -48,8 +48,9 @@ from api import mcp_tools
 from api.mcp_backend import McpSettings
 from api.mcp_server import build_server
 
-NOT_FIELDS = {"self", "actor", "memory_id", "progress"}  # the caller's name, the path's id, a bar (in process)
-PATH = {"end_session": "session"}  # an operation whose path carries another id
+NOT_FIELDS = {"self", "actor", "progress"}  # the caller's name, a bar (in process)
+# the id an operation's path carries: no field holds it (audit's memory_id is a filter, a field)
+PATH = {"end_session": "session", "restore": "memory_id", "pin": "memory_id", "revise": "memory_id"}
 # recall returns the hits alone, so the older versions `include_history` adds would be dropped
 LEFT_OUT = {"recall": {"include_history"}}
 CLI = {

@@ -10,13 +10,14 @@ from anyio.to_thread import run_sync as run
 from litestar import Request, Response, get, post
 from litestar.datastructures import State
 from litestar.exceptions import NotAuthorizedException
-from litestar.params import FromQuery, JSONBody
+from litestar.params import JSONBody
 
 from agentmem import Memory, Stats
-from agentmem.operations import RebuildRequest, arguments
+from agentmem.operations import RebuildRequest, ScopeRequest, arguments
 from agentmem.records import Reembedding
 from api.auth import require_whole_service
 from api.deps import Mem, Who
+from api.query import from_query
 from api.schemas import RebuildStatus
 from api.startup import Startup
 from indexes.sync import Consistency
@@ -67,9 +68,10 @@ async def ready(request: Request, state: State) -> Response[Readiness]:  # type:
 
 
 @get("/v1/stats", sync_to_thread=True, summary="Counts over the caller's projects and the indexes")
-def stats(who: Who, mem: Mem, project: FromQuery[list[str] | None] = None) -> Stats:
+@from_query(ScopeRequest)
+def stats(who: Who, mem: Mem, request: ScopeRequest) -> Stats:
     """Over the token's projects, or the named ones among them (repeat `project`)."""
-    return mem.stats(who.scope(project))
+    return mem.stats(who.scope(request.projects))
 
 
 @post("/v1/check", sync_to_thread=True, status_code=200, summary="Consistency check (admin)")

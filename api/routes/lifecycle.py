@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated
-
 import msgspec
 from anyio.to_thread import run_sync as run
 from litestar import get, post
-from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+from litestar.params import FromPath, JSONBody
 
 from agentmem.errors import NotFoundError
 from agentmem.lifecycle import DeleteReport, SweepReport
-from agentmem.operations import DeleteRequest, PinRequest, RestoreRequest, SweepRequest, arguments
+from agentmem.operations import AuditRequest, DeleteRequest, PinRequest, RestoreRequest, SweepRequest, arguments
 from agentmem.records import MemoryVersion
 from agentmem.retention import Retention
 from api.deps import Mem, Who, digits_only, visible
+from api.query import from_query
 from api.schemas import AuditPage
 
 
@@ -75,26 +73,10 @@ async def delete(data: JSONBody[DeleteRequest], who: Who, mem: Mem) -> DeleteRep
     guards=[digits_only("memory_id", "cursor", "limit")],
     summary="The audit log, newest first",
 )
-def audit_log(
-    who: Who,
-    mem: Mem,
-    project: Annotated[list[str] | None, QueryParameter(description="repeat for several")] = None,
-    action: FromQuery[list[str] | None] = None,
-    since: FromQuery[datetime | None] = None,
-    until: FromQuery[datetime | None] = None,
-    memory_id: Annotated[int | None, QueryParameter(description="entries of this memory's lineage", ge=1)] = None,
-    cursor: Annotated[int | None, QueryParameter(description="next_cursor of the previous page", ge=1)] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
-) -> AuditPage:
+@from_query(AuditRequest)
+def audit_log(who: Who, mem: Mem, request: AuditRequest) -> AuditPage:
     """Supersessions, archives, expiries, restores, pins, deletes and rebuilds. Entries that span
     projects (rebuilds, deletes over several projects) are shown to all-projects tokens only."""
-    items, nxt = mem.audit(
-        projects=who.scope(project),
-        actions=action or (),
-        since=since,
-        until=until,
-        memory_id=memory_id,
-        before_id=cursor,
-        limit=limit,
-    )
+    asked = msgspec.structs.replace(request, projects=who.scope(request.projects))
+    items, nxt = mem.audit(**arguments(asked))
     return AuditPage(items=items, next_cursor=nxt)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import msgspec
 from anyio.to_thread import run_sync as run
 from litestar import Response, get, post
 from litestar.datastructures import State
-from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+from litestar.params import FromPath, JSONBody
 
 from agentmem import NewMemory, RememberResult, ValidationError
-from agentmem.operations import ObserveRequest, ReviseRequest, arguments, observed
+from agentmem.operations import ListRequest, ObserveRequest, ReviseRequest, arguments, observed
 from agentmem.records import MemoryVersion
 from api.deps import Mem, Who, digits_only, visible
+from api.query import from_query
 from api.schemas import ObserveReply, Page
 
 
@@ -62,31 +61,15 @@ def revise(memory_id: FromPath[int], data: JSONBody[ReviseRequest], who: Who, me
 
 
 @get(
-    "/v1/memories", sync_to_thread=True, guards=[digits_only("cursor", "limit")],
+    "/v1/memories",
+    sync_to_thread=True,
+    guards=[digits_only("cursor", "limit")],
     summary="List versions with filters and a cursor",
 )
-def list_memories(
-    who: Who,
-    mem: Mem,
-    project: Annotated[list[str] | None, QueryParameter(description="repeat for several")] = None,
-    kind: FromQuery[list[str] | None] = None,
-    tier: FromQuery[list[str] | None] = None,
-    agent: FromQuery[str | None] = None,
-    status: Annotated[str, QueryParameter(description="active, superseded, ..., or all")] = "active",
-    latest_only: FromQuery[bool] = True,
-    cursor: Annotated[
-        int | None, QueryParameter(description="next_cursor of the previous page", ge=1, le=2**53)
-    ] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
-) -> Page:
-    items, nxt = mem.list_versions(
-        projects=who.scope(project),
-        kinds=kind or (),
-        tiers=tier or (),
-        agent=agent,
-        status=None if status == "all" else status,
-        latest_only=latest_only,
-        before_id=cursor,
-        limit=limit,
-    )
+@from_query(ListRequest)
+def list_memories(who: Who, mem: Mem, request: ListRequest) -> Page:
+    """A page of versions, newest first, within the token's projects; `cursor` is the previous
+    page's `next_cursor`."""
+    asked = msgspec.structs.replace(request, projects=who.scope(request.projects))
+    items, nxt = mem.list_versions(**arguments(asked))
     return Page(items=items, next_cursor=nxt)

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import anyio
 from litestar import Request, get, post
-from litestar.params import QueryParameter
 from litestar.response import Stream
 
 from agentmem import ValidationError
+from agentmem.operations import ScopeRequest
 from agentmem.transfer import import_lines, parse_lines
 from api.deps import Mem, Who
+from api.query import from_query
 from api.schemas import ImportReply
 
 
 @get("/v1/export", summary="Export versions, embeddings and links as JSON Lines")
-async def export(
-    who: Who, mem: Mem, project: Annotated[list[str] | None, QueryParameter(description="repeat")] = None
-) -> Stream:
+@from_query(ScopeRequest)
+async def export(who: Who, mem: Mem, request: ScopeRequest) -> Stream:
     """Streams a header line, then every version (with its embedding) of the token's projects, then their links."""
-    projects = who.scope(project)
+    projects = who.scope(request.projects)
     return Stream(mem.export_lines(projects), media_type="application/x-ndjson")
 
 

@@ -136,7 +136,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List versions with filters and a cursor */
+        /**
+         * List versions with filters and a cursor
+         * @description A page of versions, newest first, within the token's projects; `cursor` is the previous
+         *     page's `next_cursor`.
+         */
         get: operations["V1MemoriesListMemories"];
         put?: never;
         /**
@@ -1440,6 +1444,7 @@ export interface operations {
     V1StatsStats: {
         parameters: {
             query?: {
+                /** @description only these projects (default: all; over HTTP, the token's) */
                 project?: string[] | null;
             };
             header?: never;
@@ -1576,16 +1581,21 @@ export interface operations {
     V1MemoriesListMemories: {
         parameters: {
             query?: {
-                /** @description repeat for several */
+                /** @description only these projects (default: all; over HTTP, the token's) */
                 project?: string[] | null;
+                /** @description only these kinds (empty: all) */
                 kind?: string[] | null;
+                /** @description only these tiers (empty: all) */
                 tier?: string[] | null;
+                /** @description only memories of this agent */
                 agent?: string | null;
-                /** @description active, superseded, ..., or all */
-                status?: string;
+                /** @description only these statuses: active, superseded, archived, expired, deleted, or all */
+                status?: string[] | null;
+                /** @description only each lineage's latest version (false: every version) */
                 latest_only?: boolean;
-                /** @description next_cursor of the previous page */
+                /** @description the next_cursor of the previous page */
                 cursor?: number | null;
+                /** @description at most this many, 1 to 1000 */
                 limit?: number;
             };
             header?: never;
@@ -2013,15 +2023,19 @@ export interface operations {
     V1AuditAuditLog: {
         parameters: {
             query?: {
-                /** @description repeat for several */
+                /** @description only these projects (default: all; over HTTP, the token's) */
                 project?: string[] | null;
+                /** @description only these actions (empty: all) */
                 action?: string[] | null;
+                /** @description entries at or after this time (ISO 8601) */
                 since?: string | null;
+                /** @description entries before this time (ISO 8601) */
                 until?: string | null;
-                /** @description entries of this memory's lineage */
+                /** @description only entries of this memory's lineage */
                 memory_id?: number | null;
-                /** @description next_cursor of the previous page */
+                /** @description the next_cursor of the previous page */
                 cursor?: number | null;
+                /** @description at most this many, 1 to 1000 */
                 limit?: number;
             };
             header?: never;
@@ -2254,7 +2268,7 @@ export interface operations {
     V1ExportExport: {
         parameters: {
             query?: {
-                /** @description repeat */
+                /** @description only these projects (default: all; over HTTP, the token's) */
                 project?: string[] | null;
             };
             header?: never;
