@@ -29,7 +29,7 @@ def _about(text: str, **shown: Any) -> msgspec.Meta:
     return msgspec.Meta(description=text, extra=shown or None)
 
 
-Positive = Annotated[int, msgspec.Meta(ge=1)]  # an id or a cursor
+Positive = Annotated[int, msgspec.Meta(ge=1, le=2**53)]  # an id or a cursor, as JSON numbers keep them
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
