@@ -109,6 +109,19 @@ def _fields(name: str) -> set[str]:
     return set()
 
 
+def _query_names(name: str) -> set[str]:
+    """The names a Struct's fields go by in a query string or on the command line (`flag=`, `query=`
+    in their `_about`): a hand-written route or CLI parameter spelling one of them spells the field."""
+    found: set[str] = set()
+    for path in STRUCT_FILES:
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                for k in (k for n in ast.walk(node) if isinstance(n, ast.Call) for k in n.keywords):
+                    if k.arg in ("flag", "query") and isinstance(k.value, ast.Constant):
+                        found.add(str(k.value.value).lstrip("-").replace("-", "_"))
+    return found
+
+
 def _calls_naming(tree: ast.AST, method: str, arguments: set[str]) -> bool:
     """Whether a call `<x>.method(...)` spells an argument: as a keyword, or positionally as `args.<name>`."""
     for node in ast.walk(tree):
@@ -126,7 +139,7 @@ def places(op: str) -> list[str]:
     for fn in _functions(_tree("agentmem/memory.py"), op, "Memory"):
         arguments |= _params(fn)
     for s in structs:
-        arguments |= _fields(s)
+        arguments |= _fields(s) | _query_names(s)
     found: list[str] = []
     if service:
         path, name = service.split(":")
