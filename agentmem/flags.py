@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import msgspec
 
-from agentmem.operations import Request, default, description, shown
+from agentmem.operations import Request, default, description, plain, shown
 
 
 def _flag(name: str, is_list: bool) -> str:
@@ -35,11 +35,9 @@ class _Append(argparse.Action):
 
 def _base(annotation: Any) -> Any:
     """The field's type without Annotated and None: `int | None` -> int; a union of several -> str."""
-    base = get_args(annotation)[0] if get_args(annotation) else annotation
-    union = get_origin(base) in (Union, UnionType)  # `Positive | None` is a typing.Union
-    options = [t for t in get_args(base) if t is not type(None)] if union else [base]
-    one = options[0] if len(options) == 1 else str
-    return get_args(one)[0] if get_origin(one) is Annotated else one
+    base, _ = plain(annotation)
+    options = [t for t in get_args(base) if t is not type(None)] if get_origin(base) is UnionType else [base]
+    return options[0] if len(options) == 1 else str
 
 
 def add_flags(parser: argparse.ArgumentParser, request: type[Request]) -> None:

@@ -15,8 +15,11 @@ server's the configured one).
 
 from __future__ import annotations
 
+import functools
+import operator
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
 
@@ -328,6 +331,18 @@ def query_names(request: type[Request]) -> list[str]:
     fields = msgspec.structs.fields(request)
     names = [shown(f.type).get("query") or shown(f.type).get("flag") or f.name for f in fields]
     return [n.lstrip("-").replace("-", "_") for n in names]
+
+
+def plain(annotation: Any) -> tuple[Any, list[Any]]:
+    """A field's type without its Annotated layers (inside a union too), and the metadata they held:
+    `Annotated[Positive | None, _about(...)]` -> (int | None, [Meta(ge=1, ...), Meta(description=...)])."""
+    if get_origin(annotation) is Annotated:
+        base, metas = plain(get_args(annotation)[0])
+        return base, [*get_args(annotation)[1:], *metas]
+    if get_origin(annotation) in (Union, UnionType):  # `Positive | None` is a typing.Union
+        parts = [plain(a) for a in get_args(annotation)]
+        return functools.reduce(operator.or_, [b for b, _ in parts]), [m for _, ms in parts for m in ms]
+    return annotation, []
 
 
 def default(field: msgspec.structs.FieldInfo) -> Any:

@@ -10,35 +10,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 from collections.abc import Callable
-from types import UnionType
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import msgspec
 from litestar.params import QueryParameter
 
 from agentmem.errors import ValidationError
-from agentmem.operations import Request, default, description, query_names
+from agentmem.operations import Request, default, description, plain, query_names
 
 F = TypeVar("F", bound=Callable[..., Any])
 _BOUNDS = ("ge", "le", "gt", "lt", "min_length", "max_length")
 
 
-def _plain(annotation: Any) -> tuple[Any, list[Any]]:
-    """A type without its Annotated layers (in a union too), and the metadata they held."""
-    if get_origin(annotation) is Annotated:
-        base, metas = _plain(get_args(annotation)[0])
-        return base, [*get_args(annotation)[1:], *metas]
-    if get_origin(annotation) in (Union, UnionType):
-        parts = [_plain(a) for a in get_args(annotation)]
-        return functools.reduce(operator.or_, [b for b, _ in parts]), [m for _, ms in parts for m in ms]
-    return annotation, []
-
-
 def _parameter(annotation: Any, name: str, value: Any) -> inspect.Parameter:
     """One keyword parameter of the handler: the field's type, its Litestar `Parameter`, its default."""
-    base, metas = _plain(annotation)
+    base, metas = plain(annotation)
     bounds = {b: v for m in metas if isinstance(m, msgspec.Meta) for b in _BOUNDS if (v := getattr(m, b)) is not None}
     kwargs = {**bounds, "description": description(annotation) or None}
     if isinstance(value, list):  # Litestar takes no list as a default: left out, the Struct's applies
