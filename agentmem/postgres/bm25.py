@@ -12,13 +12,16 @@ transaction applies the sums just before it commits (`Counts.flush`), sorted by 
 two transactions lock the statistics rows in the same order.
 
 A search document counts while its `doc` is set: only current versions have one. Words are the
-lexemes of the document's `tsvector` (the Snowball English stemmer, stopwords left out, as the
-GIN index sees them); a document's length is its number of words, stopwords too (`doc_length`,
-kept in `doc_len` beside the document, as Tantivy counts a field's tokens). The score is
-Okapi BM25 with Tantivy's constants (k1 1.2, b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))),
-so both backends rank alike. Both statistics are per project: a search within one project
-reads one project's rows (one shard when `project` distributes the tables), and what one
-project stores never moves another's ranking; a search over every project sums them.
+lexemes of the document's `tsvector` (the Snowball English stemmer, every word kept, as Tantivy's
+`en_stem` keeps them); a document's length is its number of words (`doc_length`, kept in
+`doc_len` beside the document, as Tantivy counts a field's tokens). The score is Okapi BM25 with
+Tantivy's constants (k1 1.2, b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))) over every word of
+the query, so both backends rank alike; a query finds only the documents that hold one of its
+words besides PostgreSQL's English stopwords (`schema.MATCH_CONFIG`), so "was" or "the" alone
+does not make a project's every document a candidate to score. Both statistics are per
+project: a search within one project reads one project's rows (one shard when `project`
+distributes the tables), and what one project stores never moves another's ranking; a search
+over every project sums them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentmem.postgres.schema import M_CURRENT, TEXT_CONFIG
+from agentmem.postgres.schema import M_CURRENT, MATCH_CONFIG, TEXT_CONFIG
 
 K1 = 1.2
 B = 0.75
@@ -99,12 +102,12 @@ class Counts:
 
 def search_sql(project: str | None, conditions: Sequence[str]) -> str:
     """The ranking query: top k (id, BM25 score) of current versions whose document has a query
-    word. Parameters, in order: the query's words (for `to_tsvector`), the project twice (when
-    given), the words joined by `or` (for `websearch_to_tsquery`), those of `conditions` (the
-    project's among them), and k. A document's term frequencies come from its `tsvector` cut
+    word that is not a stopword. Parameters, in order: the query's words (for `to_tsvector`), the
+    project twice (when given), the words joined by `or` (for `websearch_to_tsquery`), those of
+    `conditions` (the project's among them), and k. A document's term frequencies come from its `tsvector` cut
     down to the query's words (`setweight` marks them, `ts_filter` keeps them): a few rows each."""
     mine = "project = ? AND" if project is not None else ""
-    where = " AND ".join([M_CURRENT, f"m.search @@ websearch_to_tsquery('{TEXT_CONFIG}', ?)", *conditions])
+    where = " AND ".join([M_CURRENT, f"m.search @@ websearch_to_tsquery('{MATCH_CONFIG}', ?)", *conditions])
     return (
         f"WITH q AS (SELECT coalesce(array_agg(DISTINCT t), '{{}}') AS terms "
         f"FROM unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', ?))) AS t), "

@@ -14,11 +14,28 @@ from typing import Any
 
 from agentmem.errors import SchemaTooNewError, StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CURRENT = "is_latest AND status = 'active'"
 M_CURRENT = "m.is_latest AND m.status = 'active'"  # the same, on the alias m
 PROJECTS_OF = "SELECT id, project FROM memory_projects WHERE id = ANY(?::bigint[])"  # each id's project
-TEXT_CONFIG = "english"  # PostgreSQL's Snowball English stemmer and stopwords, as Tantivy's en_stem
+# A search document's words, as Tantivy's en_stem reads them: the Snowball English stemmer, every
+# word kept (PostgreSQL's `english` drops its stopwords, so both backends ranked differently). A
+# query is scored by all its words, but finds the documents holding one that is not a stopword
+# (`MATCH_CONFIG`): a match on "was" or "the" alone would score most of a project.
+TEXT_CONFIG = "agentmem_english"
+MATCH_CONFIG = "english"  # the same stems, stopwords left out
+TEXT_SEARCH = """DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'agentmem_stem') THEN
+        CREATE TEXT SEARCH DICTIONARY agentmem_stem (TEMPLATE = snowball, Language = english);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'agentmem_english') THEN
+        CREATE TEXT SEARCH CONFIGURATION agentmem_english (COPY = english);
+        ALTER TEXT SEARCH CONFIGURATION agentmem_english
+            ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH agentmem_stem;
+    END IF;
+END $$"""
+SEARCH_COLUMN = f"search tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_CONFIG}', coalesce(doc, ''))) STORED"
+SEARCH_INDEX = f"CREATE INDEX memories_search ON memories USING gin (search) WHERE {CURRENT}"
 
 # tables added by schema version 3: the BM25 statistics (`agentmem.postgres.bm25`), and where each
 # memory id lives (a read by id alone finds its project there first: one shard, then another)
@@ -42,6 +59,15 @@ ID_TABLES = [
     )""",
 ]
 
+# every project's BM25 statistics counted afresh from the search documents (whatever an earlier attempt left)
+RECOUNT = [
+    "DELETE FROM bm25_terms",
+    "DELETE FROM bm25_projects",
+    "INSERT INTO bm25_terms (project, term, docs) SELECT m.project, t, count(*) FROM memories m, "
+    "unnest(tsvector_to_array(m.search)) AS t WHERE m.doc IS NOT NULL GROUP BY 1, 2",
+    "INSERT INTO bm25_projects (project, docs, tokens) SELECT m.project, count(*), sum(m.doc_len) "
+    "FROM memories m WHERE m.doc IS NOT NULL GROUP BY 1",
+]
 # what a database of an older schema version is brought up to date with, by the version it goes to
 UPGRADES: dict[int, list[str]] = {
     2: [  # the slot column holds the slot's sha256 (a long subject fits the btree index); only
@@ -54,15 +80,16 @@ UPGRADES: dict[int, list[str]] = {
         *ID_TABLES,
         "ALTER TABLE memories ADD COLUMN IF NOT EXISTS doc_len integer",
         r"UPDATE memories SET doc_len = (SELECT count(*) FROM regexp_matches(doc, '\w+', 'g')) WHERE doc IS NOT NULL",
-        "DELETE FROM bm25_terms",  # counted afresh, whatever an earlier attempt left
-        "DELETE FROM bm25_projects",
+        *RECOUNT,
         "DELETE FROM memory_projects",
-        "INSERT INTO bm25_terms (project, term, docs) SELECT m.project, t, count(*) FROM memories m, "
-        "unnest(tsvector_to_array(m.search)) AS t WHERE m.doc IS NOT NULL GROUP BY 1, 2",
-        "INSERT INTO bm25_projects (project, docs, tokens) SELECT m.project, count(*), "
-        "sum(m.doc_len) "
-        "FROM memories m WHERE m.doc IS NOT NULL GROUP BY 1",
         "INSERT INTO memory_projects (id, project) SELECT id, project FROM memories",
+    ],
+    4: [  # search documents keep their stopwords, as Tantivy's do: the column is made again, and counted
+        TEXT_SEARCH,
+        "ALTER TABLE memories DROP COLUMN search",  # its index goes with it
+        f"ALTER TABLE memories ADD COLUMN {SEARCH_COLUMN}",
+        SEARCH_INDEX,
+        *RECOUNT,
     ],
 }
 
@@ -73,6 +100,7 @@ def statements(dim: int) -> list[str]:
     """The DDL of a fresh database for embeddings of `dim` dimensions."""
     return [
         "CREATE EXTENSION IF NOT EXISTS vector",
+        TEXT_SEARCH,
         "CREATE SEQUENCE IF NOT EXISTS memory_ids MAXVALUE 9007199254740992",
         "CREATE SEQUENCE IF NOT EXISTS audit_ids",
         f"""CREATE TABLE memories (
@@ -119,7 +147,7 @@ def statements(dim: int) -> list[str]:
             slot text,
             doc text,
             doc_len integer,
-            search tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_CONFIG}', coalesce(doc, ''))) STORED,
+            {SEARCH_COLUMN},
             embedding vector({int(dim)}),
             PRIMARY KEY (project, id)
         )""",
@@ -129,7 +157,7 @@ def statements(dim: int) -> list[str]:
         f"CREATE INDEX memories_by_slot ON memories (project, slot) WHERE {CURRENT} AND slot IS NOT NULL",
         f"CREATE INDEX memories_by_norm ON memories (project, norm_hash) WHERE {CURRENT}",
         f"CREATE INDEX memories_current ON memories (project, id) WHERE {CURRENT}",
-        f"CREATE INDEX memories_search ON memories USING gin (search) WHERE {CURRENT}",
+        SEARCH_INDEX,
         f"CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) WHERE {CURRENT}",
         """CREATE TABLE embeddings (
             project text NOT NULL,
