@@ -19,10 +19,10 @@ import numpy as np
 from agentmem import validate, writes
 from agentmem.audit import AuditEntry
 from agentmem.claims import CLAIM
-from agentmem.engine import Engine
 from agentmem.errors import NotFoundError, ProviderError, ValidationError
 from agentmem.filters import Filter
 from agentmem.operations import ConsolidateRequest, EndSessionRequest
+from agentmem.ports import Port
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforced, reinforcement
 from agentmem.supersede import NEVER_SUPERSEDED
@@ -69,14 +69,14 @@ class EpisodeResult(msgspec.Struct, frozen=True, kw_only=True):
 # -- the run ---------------------------------------------------------------------------
 
 
-def run(mem: Engine, request: ConsolidateRequest, *, actor: str = "local") -> list[ConsolidationReport]:
+def run(port: Port, request: ConsolidateRequest, *, actor: str = "local") -> list[ConsolidationReport]:
     """Run the passes over each project (default: every project with current memories)."""
     projects, passes = request.projects, request.passes
     for p in passes:
         if p not in PASSES:
             raise ValidationError(f"unknown pass {p!r}: choose from {', '.join(PASSES)}")
     if projects is None:
-        projects = sorted({m.project for m in mem.live.values()})
+        projects = sorted({m.project for m in port.live.values()})
     reports = []
     for project in projects:
         started = time.perf_counter()
@@ -84,24 +84,24 @@ def run(mem: Engine, request: ConsolidateRequest, *, actor: str = "local") -> li
             project=project, episodic=PassCounts(), semantic=PassCounts(), procedural=PassCounts(), memory_ids=[]
         )
         if "episodic" in passes:
-            for session in _open_sessions(mem, project):
-                result = episode(mem, project, session, actor=actor)
+            for session in _open_sessions(port, project):
+                result = episode(port, project, session, actor=actor)
                 _count(report.episodic, result.outcome, report.memory_ids, result.memory)
         if "semantic" in passes:
-            _semantic(mem, project, report, actor)
+            _semantic(port, project, report, actor)
         if "procedural" in passes:
-            _procedural(mem, project, report, actor)
+            _procedural(port, project, report, actor)
         report.took_ms = round((time.perf_counter() - started) * 1000, 3)
         counts = {p: msgspec.to_builtins(getattr(report, p)) for p in passes}
         entry = AuditEntry(
-            created_at=mem.clock(),
+            created_at=port.clock(),
             action="consolidate",
             actor=actor,
             project=project,
             affected=len(report.memory_ids),
             details={**counts, "memory_ids": report.memory_ids[:1000]},
         )
-        mem.record([entry])
+        port.record([entry])
         reports.append(report)
     return reports
 
@@ -122,45 +122,45 @@ def _count(counts: PassCounts, outcome: str, ids: list[int], m: MemoryVersion | 
 # -- episodic --------------------------------------------------------------------------
 
 
-def _open_sessions(mem: Engine, project: str) -> list[str]:
+def _open_sessions(port: Port, project: str) -> list[str]:
     """Sessions with raw observations no current episode covers yet."""
-    return mem.store.sessions_not_derived_into(RAW.narrow(projects=(project,)), "episodic")
+    return port.store.sessions_not_derived_into(RAW.narrow(projects=(project,)), "episodic")
 
 
-def _current_episode(mem: Engine, project: str, session: str) -> MemoryVersion | None:
+def _current_episode(port: Port, project: str, session: str) -> MemoryVersion | None:
     episodes = Filter(projects=(project,), source_ref=EPISODE_PREFIX + session, tiers=("episodic",),
                       source="consolidation", current_only=True)  # fmt: skip
-    found = mem.store.versions(episodes, order="-id", limit=1)
+    found = port.store.versions(episodes, order="-id", limit=1)
     return found[0] if found else None
 
 
-def end_session(mem: Engine, session: str, request: EndSessionRequest, *, actor: str = "local") -> EpisodeResult:
+def end_session(port: Port, session: str, request: EndSessionRequest, *, actor: str = "local") -> EpisodeResult:
     """The end_session operation: the session's observations become its episodic memory."""
-    session = validate.name(session, "session", mem.config, required=True)  # type: ignore[assignment]
-    project = validate.name(request.project, "project", mem.config, required=True)
-    return episode(mem, project, session, actor=actor)  # type: ignore[arg-type]
+    session = validate.name(session, "session", port.config, required=True)  # type: ignore[assignment]
+    project = validate.name(request.project, "project", port.config, required=True)
+    return episode(port, project, session, actor=actor)  # type: ignore[arg-type]
 
 
-def episode(mem: Engine, project: str, session: str, *, actor: str = "local") -> EpisodeResult:
+def episode(port: Port, project: str, session: str, *, actor: str = "local") -> EpisodeResult:
     """Turn one session's observations into its episodic memory (or a new version of it)."""
-    observed = mem.store.versions(RAW.narrow(projects=(project,), session=session), order="valid_from")
+    observed = port.store.versions(RAW.narrow(projects=(project,), session=session), order="valid_from")
     if not observed:
         raise NotFoundError(f"no observations for session {session!r} in project {project!r}")
     ids = [o.id for o in observed]
-    existing = _current_episode(mem, project, session)
+    existing = _current_episode(port, project, session)
     if existing is not None and sorted(existing.source_ids) == sorted(ids):
         return EpisodeResult(outcome="unchanged", memory=existing)
     try:
-        text = _episode_text(mem, session, observed)
+        text = _episode_text(port, session, observed)
     except ProviderError:
         return EpisodeResult(outcome="failed", memory=None)
     if existing is not None:
         result = writes.new_version(
-            mem, existing.id, text, reason="new observations", actor=actor, changes={"source_ids": ids}
+            port, existing.id, text, reason="new observations", actor=actor, changes={"source_ids": ids}
         )
         return EpisodeResult(outcome="updated", memory=result.memory)
     result = _remember(
-        mem,
+        port,
         NewMemory(
             content=text,
             project=project,
@@ -179,10 +179,10 @@ def episode(mem: Engine, project: str, session: str, *, actor: str = "local") ->
     return EpisodeResult(outcome="created", memory=result.memory)
 
 
-def _episode_text(mem: Engine, session: str, observed: list[MemoryVersion]) -> str:
+def _episode_text(port: Port, session: str, observed: list[MemoryVersion]) -> str:
     texts = [o.content for o in observed]
-    if mem.provider is not None:
-        return mem.provider.write("Summarise what happened in this work session, in order.", texts)
+    if port.provider is not None:
+        return port.provider.write("Summarise what happened in this work session, in order.", texts)
     start, end = observed[0].valid_from, observed[-1].valid_from
     same_day = start.date() == end.date()
     span = f"{start:%Y-%m-%d %H:%M} to {end:%H:%M}" if same_day else f"{start:%Y-%m-%d} to {end:%Y-%m-%d}"
@@ -196,7 +196,7 @@ def _episode_text(mem: Engine, session: str, observed: list[MemoryVersion]) -> s
     tools = list(dict.fromkeys(o.title for o in observed if o.title))[:8]
     if tools:
         parts.append("Tools: " + ", ".join(tools) + ".")
-    central = _central(mem, observed, 3)
+    central = _central(port, observed, 3)
     parts.append("Highlights: " + "; ".join(_clip(o.content) for o in central) + ".")
     return " ".join(parts)
 
@@ -215,24 +215,24 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _central(mem: Engine, versions: list[MemoryVersion], n: int) -> list[MemoryVersion]:
+def _central(port: Port, versions: list[MemoryVersion], n: int) -> list[MemoryVersion]:
     """The `n` versions closest on average to all the others, in their original order."""
     if len(versions) <= n:
         return versions
-    matrix = _matrix(mem, versions)
+    matrix = _matrix(port, versions)
     score = (matrix @ matrix.T).mean(axis=1)
     best = sorted(range(len(versions)), key=lambda i: (-round(float(score[i]), 6), versions[i].id))[:n]
     return [versions[i] for i in sorted(best)]
 
 
-def _matrix(mem: Engine, versions: Sequence[MemoryVersion]) -> np.ndarray:
+def _matrix(port: Port, versions: Sequence[MemoryVersion]) -> np.ndarray:
     found: dict[str, np.ndarray] = {}
     for project in sorted({v.project for v in versions}):  # each project's own vectors (one shard each)
         mine = [v.content_hash for v in versions if v.project == project]
-        found.update(mem.store.vectors(mine, mem.serving.model, project=project))
+        found.update(port.store.vectors(mine, port.serving.model, project=project))
     missing = [v for v in versions if v.content_hash not in found]
     if missing:  # stored with every version; a gap means a model change not yet back-filled
-        vectors = mem.serving.embed([v.content for v in missing])
+        vectors = port.serving.embed([v.content for v in missing])
         found.update({v.content_hash: vec for v, vec in zip(missing, vectors, strict=True)})
     return np.stack([found[v.content_hash] for v in versions]).astype(np.float32)
 
@@ -244,18 +244,18 @@ def _is_abstraction(m: MemoryVersion) -> bool:
     return m.tier == "semantic" and m.source == "consolidation"
 
 
-def _semantic(mem: Engine, project: str, report: ConsolidationReport, actor: str) -> None:
-    cfg = mem.config.consolidation
+def _semantic(port: Port, project: str, report: ConsolidationReport, actor: str) -> None:
+    cfg = port.config.consolidation
     pool = [
         m
-        for m in mem.live.values([project])
+        for m in port.live.values([project])
         if (_is_abstraction(m) or m.tier in ("working", "episodic") or m.kind == "observation")
     ]
     pool.sort(key=lambda m: m.id)
     pool = pool[-cfg.max_pool :]
     if len(pool) < 2:
         return
-    matrix = _matrix(mem, pool)
+    matrix = _matrix(port, pool)
     for cluster in _clusters(pool, matrix, cfg.similarity):
         members = [pool[i] for i in cluster]
         abstractions = [m for m in members if _is_abstraction(m)]
@@ -263,23 +263,23 @@ def _semantic(mem: Engine, project: str, report: ConsolidationReport, actor: str
         if not evidence:
             continue
         target = min(abstractions, key=lambda m: m.id) if abstractions else None
-        linked = mem.store.derived_from(target.id) if target else []
+        linked = port.store.derived_from(target.id) if target else []
         sessions = {m.session for m in evidence + linked if m.session}
         if len(sessions) < cfg.min_sessions:
             report.semantic.skipped += 1
             continue
         if target is not None:  # its evidence is still current and agrees: a confirmation
-            target = _reinforce(mem, target, evidence, actor)
+            target = _reinforce(port, target, evidence, actor)
             _count(report.semantic, "reinforced", report.memory_ids, target)
         else:
             sub = matrix[cluster]
             try:
-                text = _semantic_text(mem, evidence, sub)
+                text = _semantic_text(port, evidence, sub)
             except ProviderError:
                 report.semantic.failed += 1
                 continue
             result = _remember(
-                mem,
+                port,
                 NewMemory(
                     content=text,
                     project=project,
@@ -293,11 +293,11 @@ def _semantic(mem: Engine, project: str, report: ConsolidationReport, actor: str
             )
             target = result.memory
             if result.outcome == "reinforced":  # the same words were already a memory: it gains the evidence
-                target = _reinforce(mem, target, evidence, actor, already=True)
+                target = _reinforce(port, target, evidence, actor, already=True)
             _count(report.semantic, "created" if result.outcome != "reinforced" else "reinforced",
                    report.memory_ids, target)  # fmt: skip
         if target.reinforcements >= cfg.archive_after:
-            report.semantic.children_archived += _archive_children(mem, target, actor)
+            report.semantic.children_archived += _archive_children(port, target, actor)
 
 
 def _clusters(pool: list[MemoryVersion], matrix: np.ndarray, similarity: float) -> list[list[int]]:
@@ -331,11 +331,11 @@ def _clusters(pool: list[MemoryVersion], matrix: np.ndarray, similarity: float) 
     return [g for _, g in sorted(groups.items()) if len(g) > 1]
 
 
-def _semantic_text(mem: Engine, evidence: list[MemoryVersion], matrix: np.ndarray) -> str:
+def _semantic_text(port: Port, evidence: list[MemoryVersion], matrix: np.ndarray) -> str:
     """The provider's wording, or the medoid: the evidence closest on average to the rest (rows of `matrix`)."""
-    if mem.provider is not None:
+    if port.provider is not None:
         ordered = sorted(evidence, key=lambda m: (m.valid_from, m.content))
-        return mem.provider.write("State the one fact or pattern all of these pieces of evidence support.",
+        return port.provider.write("State the one fact or pattern all of these pieces of evidence support.",
                                   [m.content for m in ordered])  # fmt: skip
     score = (matrix @ matrix.T).mean(axis=1)
     medoid = min(range(len(evidence)), key=lambda i: (-round(float(score[i]), 6), evidence[i].id))
@@ -347,37 +347,37 @@ def _kind_of(evidence: list[MemoryVersion]) -> str:
     return min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0] if kinds else "fact"
 
 
-def _remember(mem: Engine, new: NewMemory, actor: str) -> RememberResult:
-    return writes.remember(mem, writes.prepared(mem, new, {}), actor=actor)
+def _remember(port: Port, new: NewMemory, actor: str) -> RememberResult:
+    return writes.remember(port, writes.prepared(port, new, {}), actor=actor)
 
 
 def _reinforce(
-    mem: Engine, target: MemoryVersion, evidence: list[MemoryVersion], actor: str, *, already: bool = False
+    port: Port, target: MemoryVersion, evidence: list[MemoryVersion], actor: str, *, already: bool = False
 ) -> MemoryVersion:
     """Reinforce an abstraction with new evidence and link it (`already`: remember() reinforced it)."""
-    with mem.write() as w:
-        current = w.get(target.id) or mem.get(target.id)
+    with port.write() as w:
+        current = w.get(target.id) or port.get(target.id)
         if not already:
             current = w.update(current, **reinforcement(current, w.now))
-        have = {x.id for x in mem.store.derived_from(current.id)}
+        have = {x.id for x in port.store.derived_from(current.id)}
         for m in evidence:
             if m.id not in have:
                 w.link(current.id, m.id)
     return current
 
 
-def _archive_children(mem: Engine, target: MemoryVersion, actor: str) -> int:
-    with mem.write() as w:
-        children = [c for m in mem.store.derived_from(target.id) if (c := w.get(m.id)) is not None and not c.pinned]
+def _archive_children(port: Port, target: MemoryVersion, actor: str) -> int:
+    with port.write() as w:
+        children = [c for m in port.store.derived_from(target.id) if (c := w.get(m.id)) is not None and not c.pinned]
         if not children:
             return 0
         reason = f"consolidated into memory {target.id}"
         gone = {m.id for m in children}
         # the claims said only in these children go with them (agentmem.claims): the abstraction stands for them too
-        said = [c for cs in mem.store.built_on_each(sorted(gone)).values() for c in cs]
+        said = [c for cs in port.store.built_on_each(sorted(gone)).values() for c in cs]
         claims = {c.id: c for x in said if (c := w.get(x.id)) is not None and c.kind == CLAIM and not c.pinned}
         claims = {i: c for i, c in claims.items() if all(e.id in gone or w.get(e.id) is None
-                                                        for e in mem.store.derived_from(i))}  # fmt: skip
+                                                        for e in port.store.derived_from(i))}  # fmt: skip
         victims = children + list(claims.values())
         w.retire([(m, "archived", "consolidated") for m in victims])
         w.audit([AuditEntry.of(m, "archive", actor, w.now, reason, into=target.id) for m in victims])
@@ -387,10 +387,10 @@ def _archive_children(mem: Engine, target: MemoryVersion, actor: str) -> int:
 # -- procedural ------------------------------------------------------------------------
 
 
-def _procedural(mem: Engine, project: str, report: ConsolidationReport, actor: str) -> None:
-    cfg = mem.config.consolidation
+def _procedural(port: Port, project: str, report: ConsolidationReport, actor: str) -> None:
+    cfg = port.config.consolidation
     runs: dict[str, list[tuple[str, int]]] = {}
-    for m in mem.store.versions(RAW.narrow(projects=(project,)), order="session"):
+    for m in port.store.versions(RAW.narrow(projects=(project,)), order="session"):
         if m.session is None or m.title is None:  # not a step of a session
             continue
         step = " ".join(m.title.lower().split())
@@ -420,7 +420,7 @@ def _procedural(mem: Engine, project: str, report: ConsolidationReport, actor: s
             + "; ".join(f"{n}. {step}" for n, step in enumerate(gram, 1))
             + f" (seen in {len(sessions)} sessions)."
         )
-        existing = mem.live.by_key(project, key)
+        existing = port.live.by_key(project, key)
         if existing is not None and existing.content == text:
             report.procedural.unchanged += 1
             continue
@@ -429,7 +429,7 @@ def _procedural(mem: Engine, project: str, report: ConsolidationReport, actor: s
         if existing is not None:
             confidence = reinforced(existing.confidence)
         result = _remember(
-            mem,
+            port,
             NewMemory(
                 content=text,
                 project=project,
@@ -464,10 +464,10 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
     derived: list[MemoryVersion]
 
 
-def provenance(mem: Engine, memory_id: int) -> Provenance:
-    m = mem.get(memory_id)
-    evidence = mem.store.derived_from(m.id)
-    derived = mem.store.built_on(m.id)
+def provenance(port: Port, memory_id: int) -> Provenance:
+    m = port.get(memory_id)
+    evidence = port.store.derived_from(m.id)
+    derived = port.store.built_on(m.id)
     return Provenance(
         memory_id=m.id,
         evidence=evidence,

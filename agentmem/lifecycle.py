@@ -17,10 +17,10 @@ import msgspec
 
 from agentmem import claims, validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine
 from agentmem.errors import ConflictError, NotFoundError, ValidationError
 from agentmem.filters import Filter, one_of
 from agentmem.operations import DeleteRequest, PinRequest, RestoreRequest, SweepRequest
+from agentmem.ports import Port
 from agentmem.records import MemoryVersion
 from agentmem.retention import score_of
 from agentmem.serving import gated
@@ -66,25 +66,25 @@ class DeleteReport(msgspec.Struct, frozen=True, kw_only=True):
 Pick = tuple[int, float, MemoryVersion, float | None]  # (expired first, retention, version, retention or None)
 
 
-def sweep(engine: Engine, request: SweepRequest, *, actor: str = "local") -> SweepReport:
+def sweep(port: Port, request: SweepRequest, *, actor: str = "local") -> SweepReport:
     """Archive current memories whose retention is below `threshold`, and those whose TTL has passed.
 
     Pinned memories are skipped. At most `limit` are archived, lowest retention first (expired
     ones before all others); the rest wait for the next run.
     """
     dry_run, limit, projects, threshold = request.dry_run, request.limit, request.projects, request.threshold
-    cfg = engine.config
+    cfg = port.config
     limit = cfg.sweep_max if limit is None else limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000_000:
         raise ValidationError("limit: expected a whole number from 1 to 10000000")
     threshold = cfg.retention.archive_below if threshold is None else validate.unit(threshold, "threshold")
     scope = set(projects) if projects is not None else None
     started = time.perf_counter()
-    with engine.write() as w:  # pending access counts were committed first: they count towards retention
+    with port.write() as w:  # pending access counts were committed first: they count towards retention
         now = w.now
         examined = 0
         picks: list[Pick] = []
-        for m in engine.live.values(None if scope is None else sorted(scope)):
+        for m in port.live.values(None if scope is None else sorted(scope)):
             examined += 1
             if m.pinned:
                 continue
@@ -129,7 +129,7 @@ def _archive(w: Write, chosen: list[Pick], threshold: float, actor: str) -> None
 
 
 @gated
-def restore(engine: Engine, memory_id: int, request: RestoreRequest, *, actor: str = "local") -> MemoryVersion:
+def restore(port: Port, memory_id: int, request: RestoreRequest, *, actor: str = "local") -> MemoryVersion:
     """Bring an archived or expired memory back into recall (and both indexes).
 
     Restoring counts as a reinforcement: its decay clock restarts, so the next sweep does not
@@ -141,11 +141,11 @@ def restore(engine: Engine, memory_id: int, request: RestoreRequest, *, actor: s
         isinstance(ttl_days, bool) or not isinstance(ttl_days, int | float) or not 0 < ttl_days <= 36_500
     ):
         raise ValidationError(f"ttl_days: expected more than 0 and at most 36500, got {ttl_days!r}")
-    m = engine.get(memory_id)
-    vector, stored = engine.serving.vector_for(m.project, m.content, m.content_hash)
+    m = port.get(memory_id)
+    vector, stored = port.serving.vector_for(m.project, m.content, m.content_hash)
 
     def job(w: Write) -> MemoryVersion:  # run again if another node changed the memory meanwhile
-        v = engine.get(memory_id)
+        v = port.get(memory_id)
         if v.status not in ("archived", "expired"):
             raise ConflictError(f"memory {v.id} is {v.status}, not archived or expired: nothing to restore")
         expires_at = v.expires_at
@@ -161,16 +161,16 @@ def restore(engine: Engine, memory_id: int, request: RestoreRequest, *, actor: s
         w.audit([AuditEntry.of(v, "restore", actor, w.now, f"was {v.status}")])
         return restored
 
-    return engine.run_alone(job)
+    return port.run_alone(job)
 
 
-def pin(engine: Engine, memory_id: int, request: PinRequest, *, actor: str = "local") -> MemoryVersion:
+def pin(port: Port, memory_id: int, request: PinRequest, *, actor: str = "local") -> MemoryVersion:
     """Pin (or unpin) the latest version of a memory: the sweep never archives a pinned memory."""
     pinned = request.pinned
     if not isinstance(pinned, bool):
         raise ValidationError("pinned: expected true or false")
-    with engine.write() as w:
-        m = w.get(memory_id) or engine.get(memory_id)
+    with port.write() as w:
+        m = w.get(memory_id) or port.get(memory_id)
         if not m.is_latest or m.status == "deleted":
             raise ConflictError(f"memory {m.id} is {'deleted' if m.status == 'deleted' else 'not the latest version'}")
         if m.pinned == pinned:
@@ -180,7 +180,7 @@ def pin(engine: Engine, memory_id: int, request: PinRequest, *, actor: str = "lo
     return changed
 
 
-def delete(engine: Engine, request: DeleteRequest, *, actor: str = "local") -> DeleteReport:
+def delete(port: Port, request: DeleteRequest, *, actor: str = "local") -> DeleteReport:
     """The one hard delete: content, title, key, triple and vector of the chosen versions are erased.
 
     Choose versions by `ids`, by whole `lineages` (any id of the lineage), or by a filter of
@@ -190,10 +190,10 @@ def delete(engine: Engine, request: DeleteRequest, *, actor: str = "local") -> D
     """
     r, dry_run, scope = request, request.dry_run, request.scope
     ids, lineages = r.ids, r.lineages
-    reason = validate.content(r.reason if isinstance(r.reason, str) else "", engine.config, "reason")
+    reason = validate.content(r.reason if isinstance(r.reason, str) else "", port.config, "reason")
     targets = [validate.memory_id(i, "ids") for i in ids] + [validate.memory_id(i, "lineages") for i in lineages]
-    project = validate.name(r.project, "project", engine.config)
-    kinds = validate.choices(r.kinds, engine.config.kinds, "kind")
+    project = validate.name(r.project, "project", port.config)
+    kinds = validate.choices(r.kinds, port.config.kinds, "kind")
     start, end = validate.utc(r.created_from, "created_from"), validate.utc(r.created_to, "created_to")
     filtered = project is not None or bool(kinds) or start is not None or end is not None
     if targets and filtered:
@@ -206,7 +206,7 @@ def delete(engine: Engine, request: DeleteRequest, *, actor: str = "local") -> D
         raise NotFoundError(f"no project {project!r} among those this caller may change")
 
     def job(w: Write) -> tuple[DeleteReport, Write | None]:  # the store holds every acknowledged write
-        victims, whole = _victims(engine, targets, ids, lineages, project, kinds, start, end, scope)
+        victims, whole = _victims(port, targets, ids, lineages, project, kinds, start, end, scope)
         victim_ids = [v.id for v in victims]
         report = DeleteReport(
             dry_run=dry_run,
@@ -246,24 +246,24 @@ def delete(engine: Engine, request: DeleteRequest, *, actor: str = "local") -> D
         gone = set(victim_ids)
         # every version of those lineages, read before the survivors (a shared store checks at the
         # commit that no other was added since); one added since the victims were read is a race
-        known = engine.store.versions(Filter(lineages=tuple(sorted(lineage_ids))))
+        known = port.store.versions(Filter(lineages=tuple(sorted(lineage_ids))))
         late = [v.id for v in known if v.lineage_id in whole and v.status != "deleted" and v.id not in gone]
         if late:
             raise RetryConflict(f"memories {late[:5]} were added to the deleted lineages meanwhile")
-        survivors = [i for i in engine.store.current_of_lineages(sorted(lineage_ids)) if i not in gone]
+        survivors = [i for i in port.store.current_of_lineages(sorted(lineage_ids)) if i not in gone]
         w.erase(victims, reason, survivors, [v.id for v in known])
         return report, w
 
-    report, w = engine.run_alone(job)  # run again if another node changed a lineage meanwhile
+    report, w = port.run_alone(job)  # run again if another node changed a lineage meanwhile
     if w is None:
         return report
-    if engine.config.purge_index_files:
-        engine.purge()  # beside the writer, not under it: other writes go on
+    if port.config.purge_index_files:
+        port.purge()  # beside the writer, not under it: other writes go on
     return msgspec.structs.replace(report, audit_id=w.audit_ids[0])
 
 
 def _victims(
-    engine: Engine,
+    port: Port,
     targets: list[int],
     ids: Sequence[int],
     lineages: Sequence[int],
@@ -275,7 +275,7 @@ def _victims(
 ) -> tuple[list[MemoryVersion], set[int]]:
     """The versions a delete names, oldest id first (already deleted ones left out), and the
     lineages it deletes whole."""
-    store = engine.store
+    store = port.store
     if targets:
         found = store.get_many(targets)
         for i in targets:

@@ -13,10 +13,10 @@ from tqdm import tqdm
 from agentmem import validate
 from agentmem.audit import AuditEntry
 from agentmem.config import Config
-from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.operations import ScopeRequest
+from agentmem.ports import Port
 from agentmem.records import Link, MemoryVersion
 from agentmem.serving import gated
 from agentmem.supersede import NEVER_SUPERSEDED
@@ -87,13 +87,13 @@ _decoder = msgspec.json.Decoder(_HeaderLine | _VersionLine | _LinkLine | _AuditL
 MAX_IMPORT_ID = MAX_ID // 2  # an import may not use up the id space: the upper half stays for new memories
 
 
-def export_lines(engine: Engine, request: ScopeRequest) -> Iterator[bytes]:
+def export_lines(port: Port, request: ScopeRequest) -> Iterator[bytes]:
     """JSON Lines for the store (or its `projects`): a header, then versions by id, then their links,
     then the audit log, oldest entry first (with `projects`, their entries only)."""
-    store, model, projects = engine.store, engine.serving.model, request.projects
+    store, model, projects = port.store, port.serving.model, request.projects
     yield (
         _encoder.encode(
-            Header(FORMAT, FORMAT_VERSION, store.schema_version, model, engine.serving.embedder.dim, engine.clock())
+            Header(FORMAT, FORMAT_VERSION, store.schema_version, model, port.serving.embedder.dim, port.clock())
         )
         + b"\n"
     )
@@ -216,7 +216,7 @@ def _check_lineage(lineage_id: int, chain: list[MemoryVersion]) -> None:
 
 @gated
 def import_lines(
-    engine: Engine, lines: Iterable[bytes | str], *, trusted: bool = True, importer: str | None = None
+    port: Port, lines: Iterable[bytes | str], *, trusted: bool = True, importer: str | None = None
 ) -> int:
     """Load an export into the store in one transaction; ids must not be in use. Returns versions read.
 
@@ -227,11 +227,11 @@ def import_lines(
     marked as imported, its own actor kept in `details` (see `_check_audit`).
     """
     audit: list[AuditEntry] = []
-    header, versions, links = parse_lines(lines, engine.config, audit)
-    _check_graph(versions, links, engine.clock())
-    entries = _check_audit(audit, versions, engine.config, trusted=trusted, importer=importer)
+    header, versions, links = parse_lines(lines, port.config, audit)
+    _check_graph(versions, links, port.clock())
+    entries = _check_audit(audit, versions, port.config, trusted=trusted, importer=importer)
     ids = [v.memory.id for v in versions]
-    store, embedder = engine.store, engine.serving.embedder
+    store, embedder = port.store, port.serving.embedder
     use_file = trusted and header is not None and header.model == embedder.name and header.dim == embedder.dim
     inserted = [  # a tombstone keeps no hash (as a governance delete leaves it)
         msgspec.structs.replace(v.memory, content_hash=sha256(v.memory.content) if v.memory.status != "deleted" else "")
@@ -243,7 +243,7 @@ def import_lines(
             if line.embedding is not None:
                 vectors.setdefault(v.content_hash, _vector(v.id, line.embedding, embedder.dim))
     for project in sorted({v.project for v in inserted}):  # each project's own stored vectors only
-        held = engine.serving.held_vectors(project, [v.content_hash for v in inserted if v.project == project])
+        held = port.serving.held_vectors(project, [v.content_hash for v in inserted if v.project == project])
         vectors.update((h, vec) for h, vec in held.items() if h not in vectors)
     missing = {v.content_hash: v.content for v in inserted if v.status != "deleted" and v.content_hash not in vectors}
     todo = list(missing.items())
@@ -251,11 +251,11 @@ def import_lines(
     try:
         for start in range(0, len(todo), 256):
             chunk = todo[start : start + 256]
-            vectors.update(zip([h for h, _ in chunk], engine.serving.embed([c for _, c in chunk]), strict=True))
+            vectors.update(zip([h for h, _ in chunk], port.serving.embed([c for _, c in chunk]), strict=True))
             bar.update(len(chunk))
     finally:
         bar.close()
-    with engine.write() as w:
+    with port.write() as w:
         if ids:
             taken = store.claim_ids(w.session, ids)  # in the import's transaction on a shared store
             if taken:

@@ -17,10 +17,10 @@ import numpy as np
 
 from agentmem import adjudicate, claims, validate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.operations import ReviseRequest
+from agentmem.ports import Port
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforcement
 from agentmem.serving import gated
@@ -29,17 +29,17 @@ from agentmem.text import jaccard, sha256, slot_of, token_set
 from agentmem.unit import Write
 
 
-def prepared(engine: Engine, item: NewMemory | str | None, fields: dict[str, Any]) -> NewMemory:
+def prepared(port: Port, item: NewMemory | str | None, fields: dict[str, Any]) -> NewMemory:
     """A checked NewMemory from either a NewMemory or its fields as keywords."""
-    new = validate.new_memory(validate.as_new_memory(item, fields), engine.config, engine.clock())
-    return _sources_known(engine, new)
+    new = validate.new_memory(validate.as_new_memory(item, fields), port.config, port.clock())
+    return _sources_known(port, new)
 
 
-def _sources_known(engine: Engine, new: NewMemory) -> NewMemory:
+def _sources_known(port: Port, new: NewMemory) -> NewMemory:
     """`new`, if each of its source_ids is a version stored in its own project (its evidence)."""
     wanted = set(new.source_ids)
     if wanted:
-        found = set(engine.store.ids(Filter(ids=tuple(wanted), projects=(new.project or "",))))
+        found = set(port.store.ids(Filter(ids=tuple(wanted), projects=(new.project or "",))))
         if wanted - found:
             raise ValidationError(
                 f"source_ids: {', '.join(map(str, sorted(wanted - found)))} not memories of project {new.project!r}"
@@ -48,42 +48,42 @@ def _sources_known(engine: Engine, new: NewMemory) -> NewMemory:
 
 
 @gated
-def remember(engine: Engine, new: NewMemory, *, actor: str) -> RememberResult:
+def remember(port: Port, new: NewMemory, *, actor: str) -> RememberResult:
     """Create, reinforce or supersede (see `agentmem.supersede`), in the next group commit.
 
     With an adjudicating provider, a job that finds pairs the rules leave undecided writes
     nothing and hands them back; the model is asked here, outside the writer, and a second job
     decides again and applies its rulings (`agentmem.adjudicate`)."""
     content_hash = sha256(new.content)
-    vector, stored = engine.serving.vector_for(new.project or "", new.content, content_hash)
-    judge = engine.provider if engine.provider is not None and engine.provider.config.adjudicate else None
+    vector, stored = port.serving.vector_for(new.project or "", new.content, content_hash)
+    judge = port.provider if port.provider is not None and port.provider.config.adjudicate else None
     asked: list[tuple[adjudicate.Pending, list[adjudicate.Verdict]]] = []
 
     def job(w: Write) -> RememberResult | adjudicate.Pending:
-        decision, candidates = _decide(engine, w, new, vector)
+        decision, candidates = _decide(port, w, new, vector)
         if judge is not None:
             when = new.valid_from or w.now
-            older = adjudicate.undecided(new, decision, candidates, when, engine.config.slot_query_words)
+            older = adjudicate.undecided(new, decision, candidates, when, port.config.slot_query_words)
             if older and not asked:
                 return adjudicate.Pending(new.content, when, older)  # nothing written yet
             if older:
                 pending, verdicts = asked[0]
                 decision = adjudicate.settle(decision, pending, verdicts, older, new.content)
         w.embedding(content_hash, vector, stored=stored)
-        return apply(engine, w, new, content_hash, actor, decision)
+        return apply(port, w, new, content_hash, actor, decision)
 
-    done = engine.run(job)
+    done = port.run(job)
     if isinstance(done, RememberResult):
         return done
     assert judge is not None
     asked.append((done, adjudicate.rule(judge, done)))
-    again = engine.run(job)
+    again = port.run(job)
     assert isinstance(again, RememberResult)
     return again
 
 
 def apply(
-    engine: Engine, w: Write, new: NewMemory, content_hash: str, actor: str, decision: Decision
+    port: Port, w: Write, new: NewMemory, content_hash: str, actor: str, decision: Decision
 ) -> RememberResult:
     """Apply `decision` (taken against this unit) for `new` to the unit."""
     if decision.outcome == "reinforced":
@@ -119,7 +119,7 @@ def apply(
     )
 
 
-def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[Decision, list[MemoryVersion]]:
+def _decide(port: Port, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[Decision, list[MemoryVersion]]:
     """Gather the current memories the rules look at (by key, by slot, by content, by search),
     and decide; the decision and the search candidates.
 
@@ -137,8 +137,8 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tup
         if new.triple is not None:
             slotted = alive(w.by_slot(project, slot_of(new.triple.subject, new.triple.predicate)))
         exact = alive(w.by_content(project, new.content))
-    n = engine.config.shortlist
-    ix = engine.indexes
+    n = port.config.shortlist
+    ix = port.indexes
     cosines = dict(ix.search_vector(vector, n, project=project))
     ids = [i for i, _ in ix.search_text(new.content, n, project=project)] + list(cosines)
     candidates = [m for i in dict.fromkeys(ids) if (m := alive(w.get(i))) is not None and m.project == project]
@@ -172,35 +172,35 @@ def _decide(engine: Engine, w: Write, new: NewMemory, vector: np.ndarray) -> tup
         slotted=slotted,
         exact=exact,
         candidates=candidates,
-        thresholds=engine.config.thresholds,
+        thresholds=port.config.thresholds,
         cosines=cosines,
     )
     return decision, candidates
 
 
-def revise(engine: Engine, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
+def revise(port: Port, memory_id: int, request: ReviseRequest, *, actor: str) -> RememberResult:
     """The revise operation: a new version of a current memory with the fields `request` gives."""
     given = msgspec.structs.asdict(request)
     changes = {k: v for k, v in given.items() if v is not None and k not in ("content", "reason")}
-    return new_version(engine, memory_id, request.content, reason=request.reason, actor=actor, changes=changes)
+    return new_version(port, memory_id, request.content, reason=request.reason, actor=actor, changes=changes)
 
 
 @gated
 def new_version(
-    engine: Engine, memory_id: int, content: str, *, reason: str, actor: str, changes: dict[str, Any]
+    port: Port, memory_id: int, content: str, *, reason: str, actor: str, changes: dict[str, Any]
 ) -> RememberResult:
     """A new version of a current memory; unchanged fields carry over from it, `changes` (any
     NewMemory field) replace theirs."""
-    reason = validate.content(reason, engine.config, "reason")
+    reason = validate.content(reason, port.config, "reason")
     unknown = set(changes) - set(NewMemory.__struct_fields__)
     if unknown:
         raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
-    old = engine.get(memory_id)
+    old = port.get(memory_id)
     if changes.get("project", old.project) != old.project:
         raise ValidationError("project: a new version stays in its lineage's project; remember it there instead")
-    new = _revised(engine, old, content, changes)
+    new = _revised(port, old, content, changes)
     content_hash = sha256(new.content)
-    vector, stored = engine.serving.vector_for(old.project, new.content, content_hash)
+    vector, stored = port.serving.vector_for(old.project, new.content, content_hash)
 
     def job(w: Write) -> RememberResult:
         current = w.get(old.id)
@@ -214,24 +214,24 @@ def new_version(
         return RememberResult(outcome="superseded", memory=version, superseded_id=current.id, reason=reason,
                               similarity=sim)  # fmt: skip
 
-    return engine.run(job)
+    return port.run(job)
 
 
-def _revised(engine: Engine, old: MemoryVersion, content: str, changes: dict[str, Any]) -> NewMemory:
+def _revised(port: Port, old: MemoryVersion, content: str, changes: dict[str, Any]) -> NewMemory:
     if not old.is_latest or old.status != "active":
         raise ConflictError(f"memory {old.id} is {old.status}, not the current version; revise the latest")
     base = {f: getattr(old, f) for f in NewMemory.__struct_fields__ if hasattr(old, f)}
     base.update(source_ids=list(old.source_ids), confidence=None, valid_from=None, expires_at=old.expires_at)
     base.update(changes, content=content)
-    now = engine.clock()
+    now = port.clock()
     if "expires_at" not in changes and old.expires_at is not None and old.expires_at <= now:
         base["expires_at"] = None  # the old version's TTL has lapsed: the new one starts without it
-    return _sources_known(engine, validate.new_memory(NewMemory(**base), engine.config, now))
+    return _sources_known(port, validate.new_memory(NewMemory(**base), port.config, now))
 
 
 @gated
 def observe(
-    engine: Engine,
+    port: Port,
     items: Sequence[NewMemory],
     *,
     actor: str = "local",
@@ -242,17 +242,17 @@ def observe(
     Each sentence of an observation that states something becomes a claim derived from it, decided
     in the same unit like any remembered memory (see `agentmem.claims`); but not the sentences
     `not_claims` names for it (by position: conversation ingest remembers those as typed memories)."""
-    now = engine.clock()
+    now = port.clock()
     checked = []
     for n, item in enumerate(items):
         try:
-            new = _sources_known(engine, validate.new_memory(item, engine.config, now))
+            new = _sources_known(port, validate.new_memory(item, port.config, now))
         except ValidationError as exc:
             raise ValidationError(f"observation {n}: {exc}") from None
         if new.kind not in NEVER_SUPERSEDED:
             raise ValidationError(f"observation {n}: kind must be observation or event, not {new.kind!r}")
         checked.append(new)
-    rules = engine.config.claims
+    rules = port.config.claims
     said = [claims.of_turn(m.content, rules) if rules.enabled and claims.is_turn(m) else [] for m in checked]
     for n, told in enumerate(not_claims[: len(said)]):
         said[n] = [s for s in said[n] if s not in told]
@@ -264,10 +264,10 @@ def observe(
     known = {
         (p, h): vec
         for p in {p for p, _ in texts}
-        for h, vec in engine.serving.held_vectors(p, [h for q, h in texts if q == p]).items()
+        for h, vec in port.serving.held_vectors(p, [h for q, h in texts if q == p]).items()
     }
     todo = {k: t for k, t in texts.items() if k not in known}
-    embedded = dict(zip(todo, engine.serving.embed(list(todo.values())), strict=True)) if todo else {}
+    embedded = dict(zip(todo, port.serving.embed(list(todo.values())), strict=True)) if todo else {}
     fresh = {h for _, h in embedded}
     vectors = {h: vec for (_, h), vec in {**known, **embedded}.items()}
 
@@ -281,9 +281,9 @@ def observe(
                 h = sha256(sentence)
                 w.embedding(h, vectors[h], stored=h not in fresh)
                 claim = claims.claim_of(turn, sentence)
-                r = apply(engine, w, claim, h, actor, _decide(engine, w, claim, vectors[h])[0])
+                r = apply(port, w, claim, h, actor, _decide(port, w, claim, vectors[h])[0])
                 if r.outcome == "reinforced":
                     w.link(r.memory.id, turn.id)  # said again: this turn is more evidence for it
         return created
 
-    return engine.run(job)
+    return port.run(job)

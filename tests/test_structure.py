@@ -122,3 +122,16 @@ def test_integrations_use_only_agentmems_public_api() -> None:
         public = {("agentmem", name) for name in agentmem.__all__} | {("agentmem.client", "Client")}
         wrong = ours - public
         assert not wrong, f"{path.name}: {sorted(wrong)}"
+
+
+def test_only_the_facade_holds_the_engine() -> None:
+    """Services (lifecycle, consolidation, admission, transfer, writes, recall) take an
+    `agentmem.ports.Port`: units to write in and what to read and search, never the writer,
+    backend or upkeep behind them. Only `Memory` builds and holds the engine."""
+    modules = _modules()
+    users = sorted(
+        n
+        for n, p in modules.items()
+        if n != "agentmem.engine" and "agentmem.engine" in _imports(p, modules, typing=True)
+    )
+    assert users == ["agentmem.memory"]

@@ -24,10 +24,10 @@ from agentmem.admission import code, conversation, files, notes
 from agentmem.admission.conversation import Message
 from agentmem.admission.extract import Candidate
 from agentmem.audit import AuditEntry
-from agentmem.engine import Engine
 from agentmem.errors import ValidationError
 from agentmem.filters import Filter
 from agentmem.operations import IngestConversationRequest, IngestPathRequest
+from agentmem.ports import Port
 from agentmem.records import NewMemory
 from agentmem.text import sha256
 
@@ -81,11 +81,11 @@ class Scan:
     """The running state of one scan; `offer` each candidate, then `finish`."""
 
     def __init__(
-        self, mem: Engine, source: Source, target: str, project: str, *, dry_run: bool, actor: str, agent: str | None
+        self, port: Port, source: Source, target: str, project: str, *, dry_run: bool, actor: str, agent: str | None
     ) -> None:
-        self.mem, self.source, self.target, self.project = mem, source, target, project
+        self.port, self.source, self.target, self.project = port, source, target, project
         self.dry_run, self.actor, self.agent = dry_run, actor, agent
-        self.started = mem.clock()
+        self.started = port.clock()
         self.units = 0
         self.skipped: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
@@ -121,11 +121,11 @@ class Scan:
             valid_from=m.time,
         )
         try:
-            checked = writes.prepared(self.mem, new, {})
+            checked = writes.prepared(self.port, new, {})
         except ValidationError:
             self.turns["invalid"] += 1
             return None
-        said = claims.of_turn(checked.content, self.mem.config.claims) if self.mem.config.claims.enabled else []
+        said = claims.of_turn(checked.content, self.port.config.claims) if self.port.config.claims.enabled else []
         seen = self._seen(checked.content, ref, claims.TURN)
         if seen is not None:  # this message, scanned before: its turn and claims are there
             self.turns["unchanged"] += 1
@@ -134,7 +134,7 @@ class Scan:
         self.claims += sum(s not in typed for s in said)
         if self.dry_run:
             return None
-        [kept] = writes.observe(self.mem, [checked], actor=self.actor, not_claims=[typed])
+        [kept] = writes.observe(self.port, [checked], actor=self.actor, not_claims=[typed])
         return kept.id
 
     def offer(
@@ -147,7 +147,7 @@ class Scan:
             self.rejected[c.reason or "no_claim"] += 1
             self._list(self.rejected_items, item)
             return
-        kind = c.kind if c.kind in self.mem.config.kinds else "fact"
+        kind = c.kind if c.kind in self.port.config.kinds else "fact"
         seen = self._seen(c.text, c.ref, kind)
         if seen is not None:  # the same statement from the same place, scanned before: nothing new
             self.outcomes["unchanged"] += 1
@@ -167,8 +167,8 @@ class Scan:
                 valid_from=time,
             )
             try:  # a dry run checks exactly what a real run checks; only the write is left out
-                checked = writes.prepared(self.mem, new, {})
-                result = None if self.dry_run else writes.remember(self.mem, checked, actor=self.actor)
+                checked = writes.prepared(self.port, new, {})
+                result = None if self.dry_run else writes.remember(self.port, checked, actor=self.actor)
             except ValidationError:
                 self.rejected["invalid"] += 1
                 self._list(self.rejected_items, msgspec.structs.replace(item, reason="invalid"))
@@ -183,12 +183,12 @@ class Scan:
         """The version of this kind that already holds this exact text from this exact place (a re-scan), if any."""
         digest = sha256(text.strip())
         same = Filter(projects=(self.project,), kinds=(kind,), source=self.source, source_ref=ref, content_hash=digest)
-        found = self.mem.store.ids(same, order="-id", limit=1)
+        found = self.port.store.ids(same, order="-id", limit=1)
         return found[0] if found else None
 
     def finish(self, status: Literal["completed", "failed"], error: str | None = None) -> ScanReport:
         """The report, after writing the scan's audit entry."""
-        ended = self.mem.clock()
+        ended = self.port.clock()
         report = ScanReport(
             source=self.source,
             target=self.target,
@@ -235,11 +235,11 @@ class Scan:
                 **({"error": error} if error else {}),
             },
         )
-        return msgspec.structs.replace(report, audit_id=self.mem.record([entry])[0])
+        return msgspec.structs.replace(report, audit_id=self.port.record([entry])[0])
 
 
 def run(
-    mem: Engine,
+    port: Port,
     source: Source,
     target: str,
     project: str | None,
@@ -250,16 +250,16 @@ def run(
     agent: str | None,
 ) -> ScanReport:
     """Run `body` as one scan: a failure half-way is recorded as a failed scan, then raised."""
-    checked = validate.name(project, "project", mem.config, required=True)
+    checked = validate.name(project, "project", port.config, required=True)
     assert checked is not None
     scan = Scan(
-        mem,
+        port,
         source,
         target[-200:],
         checked,
         dry_run=dry_run,
         actor=actor,
-        agent=validate.name(agent, "agent", mem.config),
+        agent=validate.name(agent, "agent", port.config),
     )
     try:
         body(scan)
@@ -277,16 +277,16 @@ def _bar(items: Iterable[Any], progress: bool, desc: str, total: int | None = No
 
 
 def ingest_conversation(
-    mem: Engine, request: IngestConversationRequest, *, actor: str = "local", progress: bool = False
+    port: Port, request: IngestConversationRequest, *, actor: str = "local", progress: bool = False
 ) -> ScanReport:
     """A conversation (its messages, or in process a file of them) through the policy; admitted
     candidates are remembered. With `use_provider` and a provider configured, it proposes claims too
     (see conversation.candidates)."""
     conv: str | Path | Sequence[Message | dict[str, Any]] = request.messages
     use_provider, include_assistant = request.use_provider, request.include_assistant
-    if use_provider and mem.provider is None:
+    if use_provider and port.provider is None:
         raise ValidationError("use_provider: no provider is configured ([provider] in the server's config)")
-    session = validate.name(request.session, "session", mem.config)  # "" is refused, as remember refuses it
+    session = validate.name(request.session, "session", port.config)  # "" is refused, as remember refuses it
     target = str(conv) if isinstance(conv, str | Path) else (session or "messages")
 
     def body(scan: Scan) -> None:
@@ -302,10 +302,10 @@ def ingest_conversation(
             )
         scan.skipped.update(parsed.skipped)
         named = session if session is not None else parsed.session
-        sid = validate.name("session" if named is None else named, "session", mem.config) or "session"
+        sid = validate.name("session" if named is None else named, "session", port.config) or "session"
         scan.units = len(parsed.messages) + sum(parsed.skipped.values())
         bar = _bar(parsed.messages, progress, "messages")
-        provider = mem.provider if use_provider else None
+        provider = port.provider if use_provider else None
         said = conversation.turns(
             bar, sid, include_assistant=include_assistant, skipped=scan.skipped, provider=provider
         )
@@ -315,12 +315,12 @@ def ingest_conversation(
             for c in found:
                 scan.offer(c, session=sid, time=m.time, turn=turn)
 
-    return run(mem, "conversation", target, request.project, body, dry_run=request.dry_run, actor=actor,
+    return run(port, "conversation", target, request.project, body, dry_run=request.dry_run, actor=actor,
                agent=request.agent)  # fmt: skip
 
 
 def ingest_notes(
-    mem: Engine,
+    port: Port,
     request: IngestPathRequest,
     *,
     actor: str = "local",
@@ -337,11 +337,12 @@ def ingest_notes(
                 scan.offer(c)
 
     validate.path(path)
-    return run(mem, "note", str(path), request.project, body, dry_run=request.dry_run, actor=actor, agent=request.agent)
+    return run(port, "note", str(path), request.project, body, dry_run=request.dry_run, actor=actor,
+               agent=request.agent)  # fmt: skip
 
 
 def ingest_code(
-    mem: Engine,
+    port: Port,
     request: IngestPathRequest,
     *,
     actor: str = "local",
@@ -362,4 +363,5 @@ def ingest_code(
                 scan.offer(c)
 
     validate.path(path)
-    return run(mem, "code", str(path), request.project, body, dry_run=request.dry_run, actor=actor, agent=request.agent)
+    return run(port, "code", str(path), request.project, body, dry_run=request.dry_run, actor=actor,
+               agent=request.agent)  # fmt: skip

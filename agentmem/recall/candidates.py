@@ -14,8 +14,8 @@ from datetime import datetime
 import msgspec
 import numpy as np
 
-from agentmem.engine import Engine
 from agentmem.filters import Filter
+from agentmem.ports import Port
 from agentmem.recall.query import Query
 from agentmem.recall.request import Request
 from agentmem.records import MemoryVersion
@@ -69,11 +69,11 @@ def message(exc: IndexFailure) -> str:
     return f"vector search unavailable, BM25 only: {exc}"
 
 
-def probe(engine: Engine, health: VectorHealth, text: str) -> Probe:
+def probe(port: Port, health: VectorHealth, text: str) -> Probe:
     """The query's embedding and its model, or an empty probe while the model is down (recall
     then answers by words)."""
     try:
-        vector, model = engine.serving.embed_query(text)
+        vector, model = port.serving.embed_query(text)
     except IndexFailure as exc:
         health.down(exc)
         return Probe()
@@ -81,13 +81,13 @@ def probe(engine: Engine, health: VectorHealth, text: str) -> Probe:
 
 
 def live(
-    engine: Engine, health: VectorHealth, query: Query, req: Request, n: int, now: datetime
+    port: Port, health: VectorHealth, query: Query, req: Request, n: int, now: datetime
 ) -> tuple[Pool, Probe]:
     """The current memories the BM25 and vector indexes find (at most `n` each) that the request's
     filters keep, and the query's probe."""
-    text_hits = engine.indexes.search_text(query.text, n, project=req.project, agents=[req.agent] if req.agent else [],
+    text_hits = port.indexes.search_text(query.text, n, project=req.project, agents=[req.agent] if req.agent else [],
                                            kinds=req.kinds, tiers=req.tiers)  # fmt: skip
-    vector_hits, found = _nearest(engine, health, query.text, n, req.project)
+    vector_hits, found = _nearest(port, health, query.text, n, req.project)
     tiers, kinds = set(req.tiers), set(req.kinds)
 
     def keep(m: MemoryVersion) -> bool:
@@ -100,26 +100,26 @@ def live(
         )
 
     ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
-    current = engine.live.many(ids)
+    current = port.live.many(ids)
     versions = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
     return Pool(versions, text_hits, vector_hits), found
 
 
 def as_of(
-    engine: Engine, health: VectorHealth, query: Query, req: Request, n: int, when: datetime
+    port: Port, health: VectorHealth, query: Query, req: Request, n: int, when: datetime
 ) -> tuple[Pool, Probe]:
     """Every version in the request's scope valid at `when` (valid_from <= when < valid_to),
     ranked as `stored` ranks them (the BM25 index holds only current ones), and the query's probe."""
-    found = probe(engine, health, query.text)
+    found = probe(port, health, query.text)
     if found.vector is not None:
         health.up()
     scope = req.scope().narrow(exclude_deleted=True, valid_at=when)
-    return stored(engine.store, found.model or engine.serving.model, query, found.vector, n, scope), found
+    return stored(port.store, found.model or port.serving.model, query, found.vector, n, scope), found
 
 
-def superseded(engine: Engine, query: Query, req: Request, n: int, found: Probe) -> Pool:
+def superseded(port: Port, query: Query, req: Request, n: int, found: Probe) -> Pool:
     """The superseded versions in the request's scope that match, ranked as `stored` ranks them."""
-    return stored(engine.store, found.model or engine.serving.model, query, found.vector, n, req.scope(("superseded",)))
+    return stored(port.store, found.model or port.serving.model, query, found.vector, n, req.scope(("superseded",)))
 
 
 def stored(
@@ -142,15 +142,15 @@ def stored(
     return Pool(versions, text_hits, vector_hits)
 
 
-def _nearest(engine: Engine, health: VectorHealth, text: str, n: int, project: str | None) -> tuple[Ranked, Probe]:
+def _nearest(port: Port, health: VectorHealth, text: str, n: int, project: str | None) -> tuple[Ranked, Probe]:
     """The vector index's nearest current memories to the query (none while the model is down), and
     the probe; embedded again if a change of model swapped the index in between."""
     for _ in range(TRIES):
-        found = probe(engine, health, text)
+        found = probe(port, health, text)
         if found.vector is None:
             return [], found
         try:
-            hits = engine.indexes.search_vector(found.vector, n, project=project, model=found.model)
+            hits = port.indexes.search_vector(found.vector, n, project=project, model=found.model)
         except StaleModel:
             continue
         except IndexFailure as exc:

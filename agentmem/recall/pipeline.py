@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from agentmem.config import Config
-from agentmem.engine import Engine
+from agentmem.ports import Port
 from agentmem.recall import candidates, rank
 from agentmem.recall.candidates import VectorHealth
 from agentmem.recall.current import current_first
@@ -20,7 +20,7 @@ from agentmem.recall.timing import Stopwatch
 from agentmem.records import Recalled
 
 
-def search(engine: Engine, health: VectorHealth, config: Config, req: Request, now: datetime) -> Recalled:
+def search(port: Port, health: VectorHealth, config: Config, req: Request, now: datetime) -> Recalled:
     """The k memories that best answer the request (see `Memory.search`) under `config` (the facade's,
     which a caller may replace); `now`: the clock's time."""
     watch = Stopwatch()
@@ -28,13 +28,13 @@ def search(engine: Engine, health: VectorHealth, config: Config, req: Request, n
     watch.lap("parse")
     n = max(config.recall_candidates, 4 * req.k)
     if req.when is not None:
-        pool, probe = candidates.as_of(engine, health, query, req, n, req.when)
+        pool, probe = candidates.as_of(port, health, query, req, n, req.when)
     else:
-        engine.refresh()  # read your writes: every acknowledged change is searchable
-        pool, probe = candidates.live(engine, health, query, req, n, now)
+        port.refresh()  # read your writes: every acknowledged change is searchable
+        pool, probe = candidates.live(port, health, query, req, n, now)
     pools = [pool]
     if req.include_superseded:  # never with as_of (`request.checked`)
-        pools.append(candidates.superseded(engine, query, req, n, probe))
+        pools.append(candidates.superseded(port, query, req, n, probe))
     watch.lap("candidates")
     weights, kinds, top = config.weights, config.kinds, max(req.k, config.slot_window)
     ranked = []
@@ -50,14 +50,14 @@ def search(engine: Engine, health: VectorHealth, config: Config, req: Request, n
     hits = ranked[0] if len(ranked) == 1 else rank.under_successors(ranked[0] + ranked[1])
     watch.lap("fusion")
     # which claims were current then is not asked of an as_of recall: no claim is older news there
-    hits = rolled_up(hits, query.words if req.when is None else frozenset(), engine.live, engine.store)
+    hits = rolled_up(hits, query.words if req.when is None else frozenset(), port.live, port.store)
     watch.lap("roll-up")
-    model = probe.model or engine.serving.model
+    model = probe.model or port.serving.model
     hits = current_first(hits, query, k=req.k, window=config.slot_window, words_needed=config.slot_query_words,
                          model=model, cosine_of=probe.vector if req.when is None else None,
-                         indexes=engine.indexes, store=engine.store, project=req.project)  # fmt: skip
+                         indexes=port.indexes, store=port.store, project=req.project)  # fmt: skip
     watch.lap("currentness")
     if req.when is None:
-        engine.note_access([h.memory.id for h in hits])
+        port.note_access([h.memory.id for h in hits])
     watch.report(req.query)
     return Recalled(hits=hits, window=query.window, degraded=health.degraded)
