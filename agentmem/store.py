@@ -232,6 +232,11 @@ class StoreOfRecord(ABC):
     @abstractmethod
     def checkpoint(self) -> bool: ...
 
+    def loaded(self) -> None:
+        """After a bulk load: bring what the query planner knows of the tables up to date (a
+        no-op where the store keeps its statistics as it writes)."""
+        return None
+
     @abstractmethod
     def close(self) -> None: ...
 

@@ -215,9 +215,7 @@ def _check_lineage(lineage_id: int, chain: list[MemoryVersion]) -> None:
 
 
 @gated
-def import_lines(
-    port: Port, lines: Iterable[bytes | str], *, trusted: bool = True, importer: str | None = None
-) -> int:
+def import_lines(port: Port, lines: Iterable[bytes | str], *, trusted: bool = True, importer: str | None = None) -> int:
     """Load an export into the store in one transaction; ids must not be in use. Returns versions read.
 
     Content hashes are always recomputed. Only a `trusted` import (the store's owner, or an admin
@@ -265,6 +263,7 @@ def import_lines(
         w.load(inserted, [ln.link for ln in links], vectors)
         w.audit(entries)
         store.reserve_ids_through(max(ids, default=0))
+    store.loaded()
     return len(versions)
 
 

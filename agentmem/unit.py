@@ -15,7 +15,7 @@ the live set and the indexes follow once, after the commit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -42,6 +42,10 @@ class Current(Protocol):
     """The current versions a write unit decides against."""
 
     def get(self, memory_id: int) -> MemoryVersion | None: ...
+
+    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
+        """The current versions among `ids`, by id: `get` for many at once."""
+        ...
 
     def by_key(self, project: str, key: str) -> MemoryVersion | None: ...
 
@@ -157,6 +161,14 @@ class Write:
         if memory_id in self.changes.gone:
             return None
         return self._live.get(memory_id)
+
+    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
+        """`get` for many ids at once (one read of what the unit did not change)."""
+        ids = list(dict.fromkeys(ids))
+        changes = self.changes
+        mine = {i: v for i in ids if i in changes.added and (v := self._added.get(i)) is not None}
+        rest = [i for i in ids if i not in changes.added and i not in changes.gone]
+        return mine | self._live.many(rest) if rest else mine
 
     def _base(self, v: MemoryVersion | None) -> MemoryVersion | None:
         return v if v is not None and v.id not in self.changes.gone else None

@@ -82,9 +82,7 @@ def remember(port: Port, new: NewMemory, *, actor: str) -> RememberResult:
     return again
 
 
-def apply(
-    port: Port, w: Write, new: NewMemory, content_hash: str, actor: str, decision: Decision
-) -> RememberResult:
+def apply(port: Port, w: Write, new: NewMemory, content_hash: str, actor: str, decision: Decision) -> RememberResult:
     """Apply `decision` (taken against this unit) for `new` to the unit."""
     if decision.outcome == "reinforced":
         assert decision.target is not None
@@ -140,13 +138,14 @@ def _decide(port: Port, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[D
     n = port.config.shortlist
     ix = port.indexes
     cosines = dict(ix.search_vector(vector, n, project=project))
-    ids = [i for i, _ in ix.search_text(new.content, n, project=project)] + list(cosines)
-    candidates = [m for i in dict.fromkeys(ids) if (m := alive(w.get(i))) is not None and m.project == project]
-    # Not found by text search yet: versions waiting for the BM25 commit, and this batch's own.
+    ids = list(dict.fromkeys([i for i, _ in ix.search_text(new.content, n, project=project)] + list(cosines)))
+    waiting = ix.waiting()  # not found by text search yet: versions waiting for the BM25 commit
+    found = w.many(ids + waiting)
+    candidates = [m for i in ids if (m := alive(found.get(i))) is not None and m.project == project]
     seen = {m.id for m in candidates}
     mine = token_set(new.content)
-    recent = [m for i in ix.waiting() if i not in seen and (m := alive(w.get(i))) is not None and m.project == project]
-    unseen = [m for m in w.pending(project) if m.id not in seen] + recent
+    recent = [m for i in waiting if i not in seen and (m := alive(found.get(i))) is not None and m.project == project]
+    unseen = [m for m in w.pending(project) if m.id not in seen] + recent  # and this batch's own
     unseen = [m for m in dict((m.id, m) for m in unseen).values() if mine & token_set(m.content)]
     unseen.sort(key=lambda m: -jaccard(mine, token_set(m.content)))
     extra = unseen[:n]

@@ -342,3 +342,19 @@ def test_a_scheduled_job_runs_on_one_node_a_period(tmp_path: Path, database_url:
     finally:
         a.close()
         b.close()
+
+
+def test_an_import_leaves_the_planner_knowing_the_tables(tmp_path: Path, database_url: str) -> None:
+    """After a bulk load the tables are analyzed at once, not a minute later by autovacuum: the
+    planner sees the imported rows (a never-analyzed table has reltuples -1 or 0), so that a text
+    query takes the GIN index instead of reading the project's every row."""
+    with Memory(tmp_path / "local", embedder=FakeEmbedder()) as local:
+        for n in range(300):
+            local.remember(f"Note {n}: the build of service {n} takes {n % 7 + 2} minutes", project="p")
+        exported = list(local.export_lines())
+    with _node(tmp_path, "pg", database_url) as pg:
+        pg.import_lines(exported)
+        tuples = dict(_rows(database_url, "SELECT relname, reltuples FROM pg_class WHERE relname = ANY(%s)",
+                            [["memories", "bm25_terms", "memory_projects"]]))  # fmt: skip
+        assert tuples["memories"] >= 300 and tuples["memory_projects"] >= 300  # type: ignore[operator]
+        assert tuples["bm25_terms"] > 0  # type: ignore[operator]

@@ -16,7 +16,7 @@ The same reads without locks, for the services that read the current versions ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from agentmem.postgres.schema import CURRENT, PROJECTS_OF
@@ -105,6 +105,24 @@ class Current:
         found = [to_version(r) for r in rows]
         self._tx.seen(found)
         return found[0] if found else None
+
+    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
+        """`get` for many ids: one statement per project, rows locked in id order."""
+        ids = sorted(set(ids))
+        unknown = [i for i in ids if i not in self._tx.projects]
+        where = dict(self._tx.projects) | ({int(i): str(p) for i, p in self._tx.run(PROJECTS_OF, [unknown])}
+                                           if unknown else {})  # fmt: skip
+        by_project: dict[str, list[int]] = {}
+        for i in ids:
+            if i in where:
+                by_project.setdefault(where[i], []).append(i)
+        found = []
+        for project, mine in sorted(by_project.items()):
+            rows = self._tx.run(f"{SELECT} WHERE project = ? AND id = ANY(?::bigint[]) AND {CURRENT} "
+                                "ORDER BY id FOR UPDATE", [project, mine])  # fmt: skip
+            found += [to_version(r) for r in rows]
+        self._tx.seen(found)
+        return {v.id: v for v in found}
 
     def by_key(self, project: str, key: str) -> MemoryVersion | None:
         if (project, "key", key) in self._held:

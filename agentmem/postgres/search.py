@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -94,14 +95,15 @@ class PgIndexes:
         return []  # nothing waits for a commit of its own
 
     def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        rows: list[tuple[object, ...]] = []
+        rows: list[tuple[Any, ...]] = []
         for project, mine in self.store.by_project(ids).items():
             rows += self.store.query(
                 f"SELECT m.id, m.embedding FROM memories m WHERE m.project = ? AND m.id = ANY(?::bigint[]) "
                 f"AND {M_CURRENT} AND m.embedding IS NOT NULL",
                 [project, mine],
+                binary=True,
             )
-        return {int(i): np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)  # type: ignore[call-overload, union-attr]
+        return {int(i): np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
                 for i, v in rows}  # fmt: skip
 
     def ids(self, which: str) -> set[int]:

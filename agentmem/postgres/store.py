@@ -163,14 +163,17 @@ class PgStore(StoreOfRecord):
     def _rows(self, sql_text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self.query(sql_text, params)
 
-    def query(self, sql_text: str, params: Sequence[Any] = (), *, autocommit: bool = False) -> list[tuple[Any, ...]]:
+    def query(
+        self, sql_text: str, params: Sequence[Any] = (), *, autocommit: bool = False, binary: bool = False
+    ) -> list[tuple[Any, ...]]:
         """One statement outside any unit (`?` placeholders): it sees every committed write, on
-        every node. `autocommit` for what runs outside a transaction (VACUUM, REINDEX CONCURRENTLY)."""
+        every node. `autocommit` for what runs outside a transaction (VACUUM, REINDEX CONCURRENTLY);
+        `binary` for rows read in PostgreSQL's binary format (vectors: no text to parse)."""
         with self.pool.connection() as conn:
             if autocommit:
                 conn.autocommit = True
             try:
-                cur = conn.execute(sql(sql_text), list(params))  # type: ignore[arg-type]
+                cur = conn.execute(sql(sql_text), list(params), binary=binary)  # type: ignore[arg-type]
                 return cur.fetchall() if cur.description is not None else []
             finally:
                 if autocommit:
@@ -227,6 +230,14 @@ class PgStore(StoreOfRecord):
 
     def checkpoint(self) -> bool:
         return True  # PostgreSQL checkpoints on its own
+
+    def loaded(self) -> None:
+        """ANALYZE the tables an import fills, as PostgreSQL advises after a bulk load: until
+        autovacuum gets to them (a minute or more), the planner takes a fresh table for an empty
+        one and scans a project's every row for a text query instead of the GIN index (10,000
+        memories: recall p50 133 ms before, 14 ms after)."""
+        self.query("ANALYZE memories, memory_projects, bm25_terms, bm25_projects, embeddings, links",
+                   autocommit=True)  # fmt: skip
 
     def prune_outbox(self, upto: int) -> None:
         return None  # no outbox: the search indexes change with the rows

@@ -80,9 +80,7 @@ def probe(port: Port, health: VectorHealth, text: str) -> Probe:
     return Probe(vector, model)
 
 
-def live(
-    port: Port, health: VectorHealth, query: Query, req: Request, n: int, now: datetime
-) -> tuple[Pool, Probe]:
+def live(port: Port, health: VectorHealth, query: Query, req: Request, n: int, now: datetime) -> tuple[Pool, Probe]:
     """The current memories the BM25 and vector indexes find (at most `n` each) that the request's
     filters keep, and the query's probe."""
     text_hits = port.indexes.search_text(query.text, n, project=req.project, agents=[req.agent] if req.agent else [],
@@ -105,9 +103,7 @@ def live(
     return Pool(versions, text_hits, vector_hits), found
 
 
-def as_of(
-    port: Port, health: VectorHealth, query: Query, req: Request, n: int, when: datetime
-) -> tuple[Pool, Probe]:
+def as_of(port: Port, health: VectorHealth, query: Query, req: Request, n: int, when: datetime) -> tuple[Pool, Probe]:
     """Every version in the request's scope valid at `when` (valid_from <= when < valid_to),
     ranked as `stored` ranks them (the BM25 index holds only current ones), and the query's probe."""
     found = probe(port, health, query.text)
