@@ -104,8 +104,10 @@ def search_sql(project: str | None, conditions: Sequence[str]) -> str:
     """The ranking query: top k (id, BM25 score) of current versions whose document has a query
     word that is not a stopword. Parameters, in order: the query's words (for `to_tsvector`), the
     project twice (when given), the words joined by `or` (for `websearch_to_tsquery`), those of
-    `conditions` (the project's among them), and k. A document's term frequencies come from its `tsvector` cut
-    down to the query's words (`setweight` marks them, `ts_filter` keeps them): a few rows each."""
+    `conditions` (the project's among them), and k. A document's term frequencies come from its
+    `tsvector` cut down to the query's words (`setweight` marks them, `ts_filter` keeps them): a
+    few rows each. Scoring every document found is what it costs (a set-based form, one
+    aggregate over all of them, measured no faster)."""
     mine = "project = ? AND" if project is not None else ""
     where = " AND ".join([M_CURRENT, f"m.search @@ websearch_to_tsquery('{MATCH_CONFIG}', ?)", *conditions])
     return (
