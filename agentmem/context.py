@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from agentmem.errors import ValidationError
+from agentmem import validate
 from agentmem.operations import ContextRequest
 from agentmem.records import Hit
 
@@ -55,15 +55,9 @@ def build(hits: list[Hit], *, max_memories: int, token_budget: int, header: str 
 
 def working_set(recall: Callable[[int], list[Hit]], request: ContextRequest, *, max_k: int) -> Context:
     """The best `recall(k)` hits, at most `max_memories`, within `token_budget`; k is at most `max_k`."""
-    max_memories, token_budget = request.max_memories, request.token_budget
-    if not _whole(max_memories) or not 1 <= max_memories <= MAX_MEMORIES:
-        raise ValidationError(f"max_memories: expected a whole number from 1 to {MAX_MEMORIES}")
-    low, high = TOKEN_BUDGET
-    if not _whole(token_budget) or not low <= token_budget <= high:
-        raise ValidationError(f"token_budget: expected a whole number from {low} to {high}")
+    max_memories = validate.whole(request.max_memories, "max_memories", 1, MAX_MEMORIES)
+    token_budget = validate.whole(request.token_budget, "token_budget", *TOKEN_BUDGET)
     # twice as many hits as lines: some will not fit the budget
     return build(recall(min(max_k, 2 * max_memories)), max_memories=max_memories, token_budget=token_budget)
 
 
-def _whole(n: object) -> bool:
-    return isinstance(n, int) and not isinstance(n, bool)

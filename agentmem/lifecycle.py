@@ -74,9 +74,7 @@ def sweep(port: Port, request: SweepRequest, *, actor: str = "local") -> SweepRe
     """
     dry_run, limit, projects, threshold = request.dry_run, request.limit, request.projects, request.threshold
     cfg = port.config
-    limit = cfg.sweep_max if limit is None else limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000_000:
-        raise ValidationError("limit: expected a whole number from 1 to 10000000")
+    limit = validate.whole(cfg.sweep_max if limit is None else limit, "limit", 1, 10_000_000)
     threshold = cfg.retention.archive_below if threshold is None else validate.unit(threshold, "threshold")
     scope = set(projects) if projects is not None else None
     started = time.perf_counter()

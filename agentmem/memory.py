@@ -188,8 +188,7 @@ class Memory(MemoryAPI):
     def _list_versions(self, request: ListRequest) -> tuple[list[MemoryVersion], int | None]:
         """A page of versions, newest id first, and the cursor for the next page (None at the end)."""
         r = request
-        if isinstance(r.limit, bool) or not isinstance(r.limit, int) or not 1 <= r.limit <= self.config.max_k:
-            raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
+        validate.whole(r.limit, "limit", 1, self.config.max_k)
         statuses = r.statuses()
         if statuses is not None and (wrong := [s for s in statuses if s not in STATUSES]):
             raise ValidationError(f"unknown status {wrong[0]!r}: choose one of {', '.join(STATUSES)}")
@@ -267,8 +266,7 @@ class Memory(MemoryAPI):
     def _audit(self, request: AuditRequest) -> tuple[list[AuditEntry], int | None]:
         """A page of the audit log, newest first, and the cursor of the next page."""
         r = request
-        if isinstance(r.limit, bool) or not isinstance(r.limit, int) or not 1 <= r.limit <= self.config.max_k:
-            raise ValidationError(f"limit: expected a whole number from 1 to {self.config.max_k}")
+        validate.whole(r.limit, "limit", 1, self.config.max_k)
         return self.store.audit_page(
             projects=r.projects,
             actions=validate.choices(r.actions, audit.ACTIONS, "action"),

@@ -50,7 +50,8 @@ class Port(Protocol):
     def provider(self) -> Provider | None: ...
 
     def run(self, job: Callable[[Write], T]) -> T:
-        """`job` in a write unit of its own, committed before it returns (run again on a conflict)."""
+        """`job` in the next group commit, beside other callers' jobs; its result once the batch is
+        durable and applied."""
         ...
 
     def write(self) -> AbstractContextManager[Write]:

@@ -108,6 +108,13 @@ def unit(value: float, field: str) -> float:
     return float(value)
 
 
+def whole(value: object, field: str, low: int, high: int) -> int:
+    """`value` if it is a whole number from `low` to `high` (a bool is not one), else ValidationError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{field}: expected a whole number from {low} to {high}")
+    return value
+
+
 def memory_id(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ID:
         raise ValidationError(f"{field}: {value!r} is not a memory id (1 to 2**53)")

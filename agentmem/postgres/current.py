@@ -95,27 +95,20 @@ class Current:
         return found[0] if found else None
 
     def get(self, memory_id: int) -> MemoryVersion | None:
-        project = self._tx.projects.get(memory_id)
-        if project is None:  # its project first, from where every id's project is kept
-            found_in = self._tx.run(PROJECTS_OF, [[memory_id]])
-            if not found_in:
-                return None
-            project = str(found_in[0][1])
-        rows = self._tx.run(f"{SELECT} WHERE project = ? AND id = ? AND {CURRENT} FOR UPDATE", [project, memory_id])
-        found = [to_version(r) for r in rows]
-        self._tx.seen(found)
-        return found[0] if found else None
+        return self.many([memory_id]).get(memory_id)
 
     def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
-        """`get` for many ids: one statement per project, rows locked in id order."""
+        """The current versions among `ids`, each locked: one statement per project, rows locked in
+        id order (an id's project first from where every id's project is kept, when not seen yet)."""
         ids = sorted(set(ids))
-        unknown = [i for i in ids if i not in self._tx.projects]
-        where = dict(self._tx.projects) | ({int(i): str(p) for i, p in self._tx.run(PROJECTS_OF, [unknown])}
-                                           if unknown else {})  # fmt: skip
+        known = self._tx.projects
+        unknown = [i for i in ids if i not in known]
+        found_in = {int(i): str(p) for i, p in self._tx.run(PROJECTS_OF, [unknown])} if unknown else {}
         by_project: dict[str, list[int]] = {}
         for i in ids:
-            if i in where:
-                by_project.setdefault(where[i], []).append(i)
+            project = known[i] if i in known else found_in.get(i)  # "" is a project too
+            if project is not None:
+                by_project.setdefault(project, []).append(i)
         found = []
         for project, mine in sorted(by_project.items()):
             rows = self._tx.run(f"{SELECT} WHERE project = ? AND id = ANY(?::bigint[]) AND {CURRENT} "

@@ -40,9 +40,7 @@ def checked(config: Config, asked: RecallRequest) -> Request:
     """The request as recall reads it, or ValidationError naming the first field that is not valid
     (a request built in process has its types unchecked)."""
     query = validate.content(asked.query, config, "query")
-    k = asked.k
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= config.max_k:
-        raise ValidationError(f"k: expected a whole number from 1 to {config.max_k}")
+    k = validate.whole(asked.k, "k", 1, config.max_k)
     project = validate.name(asked.project, "project", config)
     agent = validate.name(asked.agent, "agent", config)
     tiers = validate.choices(asked.tiers, TIERS, "tier")
