@@ -232,6 +232,11 @@ class StoreOfRecord(ABC):
     @abstractmethod
     def checkpoint(self) -> bool: ...
 
+    def loading(self, session: Any) -> None:
+        """Before a bulk load writes its versions in `session`'s transaction: a store may set its
+        indexes aside and build them at the end (a no-op here)."""
+        return None
+
     def loaded(self) -> None:
         """After a bulk load: bring what the query planner knows of the tables up to date (a
         no-op where the store keeps its statistics as it writes)."""

@@ -19,7 +19,7 @@ import pytest
 
 from agentmem import Memory
 from agentmem.config import Config
-from agentmem.errors import StoreBusyError, StoreError
+from agentmem.errors import AgentMemError, StoreBusyError, StoreError
 from agentmem.postgres.backend import PgBackend
 from agentmem.postgres.search import text_query
 from fakes import FakeEmbedder
@@ -358,3 +358,71 @@ def test_an_import_leaves_the_planner_knowing_the_tables(tmp_path: Path, databas
                             [["memories", "bm25_terms", "memory_projects"]]))  # fmt: skip
         assert tuples["memories"] >= 300 and tuples["memory_projects"] >= 300  # type: ignore[operator]
         assert tuples["bm25_terms"] > 0  # type: ignore[operator]
+
+
+def _exported(tmp_path: Path, name: str, texts: list[str]) -> list[bytes]:
+    with Memory(tmp_path / name, embedder=FakeEmbedder()) as local:
+        for text in texts:
+            local.remember(text, project="p")
+        return [line if isinstance(line, bytes) else line.encode() for line in local.export_lines()]
+
+
+def _vector_index(url: str) -> tuple[int, str]:
+    """The HNSW index's oid (a new one once it is built again) and its definition."""
+    ((oid, definition),) = _rows(url, "SELECT c.oid::int, pg_get_indexdef(c.oid) FROM pg_class c "
+                                      "WHERE c.relname = 'memories_embedding'")  # fmt: skip
+    return int(oid), str(definition)  # type: ignore[call-overload]
+
+
+def test_an_import_into_an_empty_database_builds_the_vector_index_after_its_rows(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A restore builds the HNSW index once, after the rows (a new index, as defined before, that
+    finds what was imported); an import into a database that holds current memories adds to the
+    index as it goes (the same index)."""
+    first = _exported(tmp_path, "a", [f"Service {n} is deployed from the {n}th pipeline" for n in range(40)])
+    with _node(tmp_path, "pg", database_url) as pg:
+        before = _vector_index(database_url)
+        assert pg.import_lines(first) > 0
+        rebuilt = _vector_index(database_url)
+        assert rebuilt[0] != before[0] and rebuilt[1] == before[1]
+        hits = pg.indexes.search_vector(pg.embedder.embed(["Service 7 is deployed from the 7th pipeline"])[0], 3,
+                                        project="p")  # fmt: skip
+        assert hits and pg.get(hits[0][0]).content == "Service 7 is deployed from the 7th pipeline"
+        assert pg.check().ok
+        more = [line for line in _exported(tmp_path, "b", ["The cache bucket is amber-7"]) if b'"memory"' in line]
+        header = first[0]
+        moved = [msgspec.json.encode({**msgspec.json.decode(line), "memory": {
+            **msgspec.json.decode(line)["memory"], "id": 1000, "lineage_id": 1000}}) for line in more]  # fmt: skip
+        assert pg.import_lines([header, *moved]) == 1
+        assert _vector_index(database_url) == rebuilt  # a database with memories: the index is kept
+
+
+def test_a_failed_import_into_an_empty_database_leaves_the_vector_index(tmp_path: Path, database_url: str) -> None:
+    """The index is dropped and built again in the import's transaction: an import refused while
+    it loads (two current memories holding one key) leaves the index and no rows."""
+    with Memory(tmp_path / "local", embedder=FakeEmbedder()) as local:
+        local.remember("The deploy window is Tuesday", project="p", key="deploy.window")
+        lines = [line if isinstance(line, bytes) else line.encode() for line in local.export_lines()]
+    header, body = lines[0], [line for line in lines[1:] if b'"memory"' in line]
+    twin = msgspec.json.decode(body[0])
+    twin["memory"] = {**twin["memory"], "id": 2, "lineage_id": 2, "content": "The deploy window is Friday"}
+    with _node(tmp_path, "pg", database_url) as pg:
+        before = _vector_index(database_url)
+        with pytest.raises(AgentMemError):
+            pg.import_lines([header, *body, msgspec.json.encode(twin)])
+        assert _vector_index(database_url) == before
+        assert _rows(database_url, "SELECT count(*) FROM memories") == [(0,)]
+
+
+def test_an_import_does_not_wait_for_a_reader_to_set_the_index_aside(tmp_path: Path, database_url: str) -> None:
+    """Another transaction reading the table keeps the import from taking it alone: the import
+    then adds to the index as it goes, at once, instead of waiting for the reader."""
+    lines = _exported(tmp_path, "a", [f"Host {n} runs the {n}th queue worker" for n in range(10)])
+    with _node(tmp_path, "pg", database_url) as pg, psycopg.connect(database_url) as reader:
+        before = _vector_index(database_url)
+        reader.execute("SELECT count(*) FROM memories").fetchall()  # its transaction stays open
+        assert pg.import_lines(lines) > 0
+        assert _vector_index(database_url) == before
+        reader.rollback()
+        assert pg.check().ok

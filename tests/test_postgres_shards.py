@@ -23,12 +23,13 @@ import psycopg
 import pytest
 
 from agentmem import Memory
+from agentmem.postgres.schema import ANY_CURRENT
 from agentmem.records import NewMemory, Triple
 from fakes import FakeEmbedder
 
 BY_PROJECT = ("memories", "embeddings", "links", "audit", "bm25_terms", "bm25_projects")
 BY_ID = ("memory_projects",)
-UPKEEP = ("vacuum ", "reindex ", "analyze ")
+UPKEEP = ("vacuum ", "reindex ", "analyze ", "lock table ", "drop index ", "create index ", ANY_CURRENT.lower())
 _KEYWORDS = {"where", "set", "on", "join", "left", "inner", "cross", "using", "order", "group", "limit", "select",
              "values", "returning", "and", "or", "as", "for", "union", "from", "full"}  # fmt: skip
 _REF = re.compile(r"(?<![\w.])(" + "|".join(BY_PROJECT + BY_ID) + r")(?![\w.(])(?:\s+(?:as\s+)?(\w+))?")
@@ -37,7 +38,8 @@ _REF = re.compile(r"(?<![\w.])(" + "|".join(BY_PROJECT + BY_ID) + r")(?![\w.(])(
 def unrouted(statement: str) -> list[str]:
     """The tables `statement` reads or changes without naming their distribution column ([] if
     it names it on every one). Upkeep of a whole table (VACUUM after a governance delete, ANALYZE
-    after an import) names none by nature, and is left out."""
+    after an import, the vector index a restore into an empty database builds after its rows, and
+    the question whether the database is empty) names none by nature, and is left out."""
     text = " ".join(statement.lower().split())
     if text.startswith(UPKEEP):
         return []

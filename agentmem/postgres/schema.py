@@ -22,6 +22,9 @@ PROJECTS_OF = "SELECT id, project FROM memory_projects WHERE id = ANY(?::bigint[
 # word kept (PostgreSQL's `english` drops its stopwords, so both backends ranked differently). A
 # query is scored by all its words, but finds the documents holding one that is not a stopword
 # (`MATCH_CONFIG`): a match on "was" or "the" alone would score most of a project.
+# pgvector's HNSW index over the current versions' vectors (`PgStore.loading` builds it after a load)
+VECTOR_INDEX = f"CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) WHERE {CURRENT}"
+ANY_CURRENT = f"SELECT EXISTS (SELECT 1 FROM memories WHERE {CURRENT})"  # of every project: a restore's question
 TEXT_CONFIG = "agentmem_english"
 MATCH_CONFIG = "english"  # the same stems, stopwords left out
 TEXT_SEARCH = """DO $$ BEGIN
@@ -158,7 +161,7 @@ def statements(dim: int) -> list[str]:
         f"CREATE INDEX memories_by_norm ON memories (project, norm_hash) WHERE {CURRENT}",
         f"CREATE INDEX memories_current ON memories (project, id) WHERE {CURRENT}",
         SEARCH_INDEX,
-        f"CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) WHERE {CURRENT}",
+        VECTOR_INDEX,
         """CREATE TABLE embeddings (
             project text NOT NULL,
             content_hash text NOT NULL,

@@ -94,6 +94,7 @@ class Tx:
         self.counts = bm25.Counts()  # what this transaction changes in the BM25 statistics
         self.indexed: set[int] = set()  # versions inserted with their search document
         self.erased = False  # a governance delete ran: survivors' documents are written again
+        self.before_commit: list[str] = []  # statements run last, in the transaction (`PgStore.loading`)
 
     def run(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """A statement in this transaction (`?` placeholders); its rows, if it returns any."""
@@ -128,6 +129,8 @@ class Tx:
         self.done = True
         try:
             if commit:
+                for statement in self.before_commit:
+                    self.conn.execute(statement)  # type: ignore[arg-type]
                 self.conn.commit()
             else:
                 self.conn.rollback()
@@ -230,6 +233,27 @@ class PgStore(StoreOfRecord):
 
     def checkpoint(self) -> bool:
         return True  # PostgreSQL checkpoints on its own
+
+    def loading(self, session: Any) -> None:
+        """An import into a database with no current memory (a restore, a move from the embedded
+        backend) builds the vector index after its rows, as pgvector and pg_restore do: pgvector's
+        HNSW build is about 7x faster per vector than inserting one at a time (10,000 memories:
+        1.4 s against 10 s). The index is dropped and built again in the import's transaction, so
+        a failed import leaves it as it was; meanwhile other transactions wait for the table. If
+        another transaction is using the table now, the import does not wait for it and keeps the
+        index as it goes."""
+        tx: Tx = session
+        if tx.run(schema.ANY_CURRENT)[0][0]:
+            return
+        tx.run("SAVEPOINT loading")
+        try:
+            tx.conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE NOWAIT")
+        except psycopg.errors.LockNotAvailable:
+            tx.run("ROLLBACK TO SAVEPOINT loading")
+            return
+        tx.run("DROP INDEX memories_embedding")
+        tx.run("RELEASE SAVEPOINT loading")
+        tx.before_commit.append(schema.VECTOR_INDEX)
 
     def loaded(self) -> None:
         """ANALYZE the tables an import fills, as PostgreSQL advises after a bulk load: until
