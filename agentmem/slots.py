@@ -1,8 +1,8 @@
 """The slot rules of recall: two hits that state one slot with different values.
 
 Used by `agentmem.currentness.order` to put the newer statement first when no rule was sure enough
-to supersede at write time (and observations never supersede). `pairs` finds them; `same_slot`,
-`stated_change` and `claims` are the tests. The cases, with examples: docs/design/modules.md#slots.
+to supersede at write time (and observations never supersede). `pairs` finds them; `same_slot`
+and `claims` are the tests. The cases, with examples: docs/design/modules.md#slots.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from agentmem.supersede import (
     question_slot,
     words,
 )
-from agentmem.text import fold_accents
 from agentmem.timewindow import expressions
 
 # Question words say what is asked, not which slot.
@@ -150,162 +149,21 @@ def _may_pair(a: Words, wa: frozenset[str], b: Words, wb: frozenset[str]) -> boo
     return (value or move) and described_alike(a, b)
 
 
-# -- two ways of stating a change that the word-set rules miss --------------------------------
-# Both read one clause of each sentence, so what else a sentence says ("By the way, speaking of my
-# bedroom, ...", "..., which is slow but steady progress") does not count against them.
-
-_CLAUSE = re.compile(r"[,;:!?()]|\.(?!\d)|\s(?:and|but|because|which|so|while|though)\s")
-_TOKEN = re.compile(r"[a-z0-9]+(?:[.,]\d+)*")
-# "moved X above Y": the verbs that say a thing now is somewhere else, and the places a thing is in
-_MOVE_VERBS = frozenset({"moved", "relocated", "rehung"})
-_PLACE = frozenset("above below under beneath over beside behind in inside into on onto near next".split())
-_SAME_PLACE = {"into": "in", "onto": "on", "next": "beside", "beneath": "under", "below": "under"}
-_HEAD_ENDS = frozenset("by of from with that which who".split())  # "the painting by Emma Taylor": a painting
-# between a thing and its place: "the painting hangs above", "the sneakers are still under"
-_PLACING = frozenset(
-    "is are was were hangs hang hung sits sit sat stays stay stands stand lies still now currently".split()
-)
-MAX_THING = 8  # tokens between the move verb and the place: more is no plain "moved X to Y"
-# "I've lost 10 pounds": a subject pronoun, have, the verb, a number, its unit
-_TOTAL = re.compile(
-    r"\b(?:(?P<who>i|we|you|they)(?:ve|\s+have)|(?P<who3>he|she)(?:s|\s+has))\s+(?:(?:just|already|now|finally|also|actually|officially|"
-    r"recently|only|since)\s+)*(?P<verb>[a-z]+)\s+(?:(?:about|around|over|almost|nearly|roughly|exactly|only|"
-    r"just)\s+)?(?P<n>\d[\d,.]*|" + "|".join(sorted(NUMBER_WORDS)) + r")\s+(?:(?:more|new|extra|whole)\s+)?"
-    r"(?P<unit>[a-z]+)"
-)
-_PERIODS = frozenset("day week weekend month year today tonight yesterday".split())
-# What each reading needs somewhere in the text, tested before any clause is read (case and apostrophes
-# aside, as _clauses folds them): a move verb; a have-form after a pronoun ("I've", "she has", "we have")
-_MOVE_GATE = re.compile("|".join(sorted(_MOVE_VERBS)), re.IGNORECASE)
-_HAVE_GATE = re.compile(r"\b(?:i|we|you|they|he|she)(?:['\u2019]?(?:ve|s)\b|\s+(?:have|has)\b)", re.IGNORECASE)
-
-
-def _clauses(text: str) -> list[list[str]]:
-    low = fold_accents(text).lower().replace("\u2019", "").replace("'", "")
-    return [t for c in _CLAUSE.split(low) if (t := _TOKEN.findall(c))]
-
-
-def _content(tokens: Sequence[str]) -> tuple[str, ...]:
-    return words(" ".join(tokens)).words
-
-
-def _places(tokens: list[str], at: int) -> tuple[str, frozenset[str]] | None:
-    """The place the clause gives from its preposition at `at` on: (the preposition, its words)."""
-    if at >= len(tokens) or tokens[at] not in _PLACE:
-        return None
-    place = frozenset(_content([t for t in tokens[at + 1 :] if t.rstrip("s") not in _PERIODS]))
-    return (_SAME_PLACE.get(tokens[at], tokens[at]), place) if place else None
-
-
-@lru_cache(maxsize=16_384)
-def _moved_to(text: str) -> tuple[tuple[tuple[str, ...], str, frozenset[str]], ...]:
-    """What a sentence says was moved, and where: (the thing's words, the preposition, the place's words),
-    for each "moved the X painting above my bed" in it (not "moved to Chicago": no thing; not "moved it")."""
-    if _MOVE_GATE.search(text) is None:
-        return ()  # most sentences: no clause to read
-    out = []
-    for c in _clauses(text):
-        for i, t in enumerate(c):
-            if t not in _MOVE_VERBS:
-                continue
-            j = next((j for j in range(i + 2, min(len(c), i + 2 + MAX_THING)) if c[j] in _PLACE), None)
-            if j is None:
-                continue
-            thing = c[i + 1 : j]
-            head = next((k for k, w in enumerate(thing) if w in _HEAD_ENDS), len(thing))
-            what, where = _content(thing[:head]), _places(c, j)
-            if what and where:
-                out.append((what, *where))
-    return tuple(out)
-
-
-def _placed(text: str, thing: tuple[str, ...]) -> list[tuple[str, frozenset[str]]]:
-    """Where a sentence places `thing` (its words in order, nothing else between them): "leave the
-    Ethereal Dreams painting above my sofa", "the painting hangs in the hall". (preposition, place words)."""
-    out = []
-    for c in _clauses(text):
-        canon = [_content([t]) for t in c]  # each token's word as the rules read it; () for a function word
-        seen = [(k, w[0]) for k, w in enumerate(canon) if w]
-        for s in range(len(seen) - len(thing) + 1):
-            if tuple(w for _, w in seen[s : s + len(thing)]) != thing:
-                continue
-            at = seen[s + len(thing) - 1][0] + 1
-            while at < len(c) and c[at] in _PLACING:
-                at += 1
-            if (got := _places(c, at)) is not None:
-                out.append(got)
-    return out
-
-
-@lru_cache(maxsize=16_384)
-def _totals(text: str) -> tuple[tuple[str, str, str, str, frozenset[str]], ...]:
-    """The running totals a sentence states: (who, verb, number, unit, the periods its clause names) for
-    "I've lost 10 pounds since I started 3 months ago"."""
-    if _HAVE_GATE.search(text) is None:
-        return ()  # no have-form: no running total to read
-    out = []
-    for c in _clauses(text):
-        periods = frozenset(t.rstrip("s") for t in c) & _PERIODS
-        for m in _TOTAL.finditer(" ".join(c)):
-            verb, unit = _content([m["verb"]]), _content([m["unit"]])
-            if verb and unit and m["verb"] != "been":
-                out.append((m["who"] or m["who3"], verb[0], m["n"].replace(",", ""), unit[0], periods))
-    return tuple(out)
-
-
-@lru_cache(maxsize=65_536)
-def stated_change(older: str, newer: str) -> frozenset[str]:
-    """The words of the slot that `newer` says changed from `older`, or nothing:
-
-    - a stated move of a thing the older one places: "I'll leave the "Ethereal Dreams" painting above my
-      living room sofa", later "I moved the "Ethereal Dreams" painting above my bed" (the same thing, by
-      the same preposition, at a new place; the thing's words);
-    - a new running total: "I've lost 5 pounds in the past month", later "I've lost 10 pounds since I
-      started going to the gym" (one subject, verb and unit, another number, and the same periods named in
-      the clause: "today" is not "this week"; the older one names no value the newer lacks: "3 countries
-      in Europe" is not "2 countries in Asia"; the verb and unit).
-    """
-    for thing, prep, place in _moved_to(newer):
-        for prep_a, place_a in _placed(older, thing):
-            if prep_a == prep and place - place_a:
-                return frozenset(thing)
-    totals = _totals(older)
-    if not totals:
-        return frozenset()
-    wa, wb = words(older), words(newer)
-    if not (wa.values - {t[2] for t in totals}) <= set(wb.words):
-        return frozenset()  # a name lost: "3 countries in Europe" / "2 countries in Asia"
-    for total in _totals(newer):
-        for total_a in totals:
-            if total[:2] + total[3:] == total_a[:2] + total_a[3:] and total[2] != total_a[2]:
-                return frozenset(total[1:2] + total[3:4])
-    return frozenset()
-
-
-@lru_cache(maxsize=16_384)
-def _change_words(text: str) -> frozenset[str]:
-    """Every word that `stated_change(older, text)` can give, whatever `older` says: the things `text`
-    says were moved, and the verbs and units of the running totals it states."""
-    return frozenset(w for thing, _, _ in _moved_to(text) for w in thing) | frozenset(
-        w for total in _totals(text) for w in (total[1], total[3])
-    )
-
-
 # A hit's best claims as the pair test reads them: (how many query words, the claim, the query words
-# describing it, the query words a stated change of it could be about)
-_Read = list[tuple[int, Claim, frozenset[str], frozenset[str]]]
+# describing it)
+_Read = list[tuple[int, Claim, frozenset[str]]]
 
 
 def _read(best: list[tuple[int, Claim]], query: frozenset[str], when: frozenset[str] = frozenset()) -> _Read:
-    return [(n, c, (query - when) & c.described, query & _change_words(c.text)) for n, c in best]
+    return [(n, c, (query - when) & c.described) for n, c in best]
 
 
 def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
     """Whether two hits' best claims, each read once (a recall compares each hit's claims with many
     others'), state one slot: the pair tests of the module docstring."""
-    for na, ca, qa, _ in a:
+    for na, ca, qa in a:
         wa = ca.words
-        for nb, cb, qb, changed in b:
+        for nb, cb, qb in b:
             wb = cb.words
             if (wa.values and wb.values) and _may_pair(wa, ca.word_set, wb, cb.word_set) and _rule_slot(wa, wb):
                 return True
@@ -315,8 +173,6 @@ def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said
                 return True
             if said and enough and 2 * len(shared) >= len(query) and _says_as_much(ca, cb):
                 return True
-            if changed and not query.isdisjoint(stated_change(ca.text, cb.text)):
-                return True  # `changed`: the query words that such a change of `cb` could be about
     return False
 
 
