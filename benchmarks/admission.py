@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from agentmem import Memory
-from benchmarks.common import DEFAULT_DATA, LOCOMO, RESULTS, progress, write_results
+from benchmarks.harness.cli import progress
+from benchmarks.harness.datasets import LOCOMO
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import write_results
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 

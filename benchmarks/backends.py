@@ -56,28 +56,15 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    LOCOMO,
-    LONGMEMEVAL,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency_load import KEY_EVERY, KEYS, ClientPool, Side, SideServer, settle, warm_up
 from benchmarks.concurrency_report import MIXES, summarise_config, summarise_window
 from benchmarks.databases import LocalPostgres, fresh_database
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
 
 NAME = "backends"
 BACKENDS = ("embedded", "postgres")

@@ -36,24 +36,15 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency import export_chunks
 from benchmarks.databases import LocalPostgres, fresh_database
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.stats import percentiles
 
 NAME = "bulk_import"
 BACKENDS = ("embedded", "postgres")

@@ -43,10 +43,13 @@ from typing import Any
 import numpy as np
 
 from agentmem import Config, Memory
-from benchmarks.common import RESULTS, machine_info, parser, progress, pyplot, save_figure, say, write_results
 from benchmarks.embedding import add_arguments, info, kind_of, model_embedder
 from benchmarks.factgen import OUT as DATA_FILE
 from benchmarks.factgen import generate
+from benchmarks.harness.cli import parser, progress, say
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_results
 
 PROJECT = "shop"
 CATEGORIES = ("changed", "stable", "distractor")

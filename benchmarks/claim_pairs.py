@@ -32,18 +32,12 @@ import numpy as np
 
 from agentmem.supersede import Thresholds, decide
 from benchmarks import sick
-from benchmarks.common import (
-    REPO_ROOT,
-    RESULTS,
-    cached_embeddings,
-    machine_info,
-    parser,
-    pyplot,
-    save_figure,
-    say,
-    write_results,
-)
 from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
+from benchmarks.harness.cli import parser, say
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import REPO_ROOT, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_results
 from benchmarks.sick import BASE_COMMIT, decide_at, fires
 
 # dev: looked at while the rules and thresholds were chosen; test: run only once they were fixed

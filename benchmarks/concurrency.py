@@ -62,21 +62,6 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency_load import (
     KEY_EVERY,
     KEYS,
@@ -103,6 +88,12 @@ from benchmarks.concurrency_report import (
     summarise_window,
     targets,
 )
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.report import write_json, write_report
 from benchmarks.http_latency import machine_busy_seconds
 
 NAME = "concurrency"

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-# Run as a script, Python puts benchmarks/ first on sys.path; its module names (common,
+# Run as a script, Python puts benchmarks/ first on sys.path; its module names (harness,
 # latency, ...) must not shadow anything, and the side's own tree must come first.
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
     del sys.path[0]

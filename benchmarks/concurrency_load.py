@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import say, stop_process
+from benchmarks.harness.cli import say
+from benchmarks.harness.server import stop_process
 from benchmarks.http_latency import Stats, free_port, proc_cpu_seconds, proc_status
 
 HOST = "127.0.0.1"  # loopback only

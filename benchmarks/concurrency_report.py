@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import percentiles, pyplot, save_figure, summarise_rounds
+from benchmarks.harness.report import pyplot, save_figure
+from benchmarks.harness.stats import percentiles, summarise_rounds
 
 OPS = ("remember", "recall")  # index = OP_REMEMBER (1) / OP_RECALL (0) in concurrency_load
 OP_NAME = {1: "remember", 0: "recall"}

@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import tantivy
 
-from benchmarks.common import CACHE_DIR, progress, say
+from benchmarks.harness.cli import progress, say
+from benchmarks.harness.paths import CACHE_DIR
 
 RRF_K = 60
 _WORD = re.compile(r"\w+", re.UNICODE)

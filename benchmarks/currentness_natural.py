@@ -29,18 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (
-    REPO_ROOT,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import REPO_ROOT, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
 
 PAIRS = REPO_ROOT / "data" / "currentness_natural.jsonl"
 DISTRACTORS = REPO_ROOT / "data" / "currentness_distractors.jsonl"

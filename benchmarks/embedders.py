@@ -27,20 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    Corpus,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.stats import percentiles
 
 NAME = "embedders"
 BACKENDS = ("torch", "onnx")

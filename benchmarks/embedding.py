@@ -28,8 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import CACHE_DIR, RESULTS, command_line, machine_info, parser, say, write_results
 from benchmarks.conversations import VectorCache
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, RESULTS
+from benchmarks.harness.report import write_results
 from indexes.embed import MINILM_NAME, SentenceTransformerEmbedder
 from indexes.onnx_embed import EMBEDDERS, OnnxEmbedder
 

@@ -56,24 +56,13 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    stop_process,
-    summarise_rounds,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.server import stop_process
+from benchmarks.harness.stats import percentiles, summarise_rounds
 
 PROJECT = "bench"  # the project of the loaded memories (benchmarks.latency.PROJECT)
 K = 10
@@ -980,7 +969,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception:  # an older or missing transformers: bars are cosmetic
             pass
 
-    from benchmarks.common import cached_embeddings
+    from benchmarks.harness.embedder import cached_embeddings
     from indexes.embed import SentenceTransformerEmbedder
 
     say(f"reading data from {args.data}")

@@ -67,20 +67,12 @@ from agentmem import Memory, NewMemory, claims
 from agentmem.config import ClaimRules, Config
 from agentmem.provider import ProviderConfig
 from agentmem.records import Hit
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    write_json,
-    write_report,
-)
 from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
+from benchmarks.harness.cli import command_line, parser, progress
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
 from benchmarks.longmemeval import parse_date
 
 DATA = "longmemeval_ku_dev.jsonl.gz"

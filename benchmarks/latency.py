@@ -61,24 +61,13 @@ from agentmem.recall.timing import STAGES
 from agentmem.records import MemoryVersion
 from agentmem.text import sha256, tokens
 from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    summarise_rounds,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
+from benchmarks.harness.stats import percentiles, summarise_rounds
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
 PROJECT = "bench"

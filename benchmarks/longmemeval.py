@@ -54,22 +54,6 @@ import numpy as np
 from agentmem import Memory, NewMemory
 from agentmem.config import Config
 from agentmem.ranking import Weights
-from benchmarks.common import (
-    DEFAULT_DATA,
-    LONGMEMEVAL,
-    LONGMEMEVAL_B,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.conversations import (
     ROLLUPS,
     CachedEmbedder,
@@ -86,6 +70,11 @@ from benchmarks.conversations import (
     rrf,
 )
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.datasets import LONGMEMEVAL, LONGMEMEVAL_B
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")

@@ -25,19 +25,12 @@ from typing import Any
 import numpy as np
 
 from agentmem.currentness.pair import shipped
-from benchmarks.common import (
-    REPO_ROOT,
-    RESULTS,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    pyplot,
-    save_figure,
-    say,
-    write_results,
-)
 from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import REPO_ROOT, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_results
 
 NAME = "pair_heldout"
 DATA = REPO_ROOT / "data" / "currentness_pairs_heldout.jsonl"

@@ -49,25 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    DEFAULT_DATA,
-    LOCOMO,
-    LONGMEMEVAL,
-    LONGMEMEVAL_B,
-    RESULTS,
-    Corpus,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B, Corpus
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
+from benchmarks.harness.stats import percentiles
 
 SYSTEMS = ("agentmem", "mem0", "chromadb", "langgraph")
 PACKAGES = {"agentmem": "agentmem", "mem0": "mem0ai", "chromadb": "chromadb", "langgraph": "langgraph"}

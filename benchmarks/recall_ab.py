@@ -57,25 +57,14 @@ from typing import IO, Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency import baseline_side, new_side
 from benchmarks.concurrency_load import Side
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
 from benchmarks.time_parsing import questions
 
 NAME = "recall_ab"

@@ -36,20 +36,12 @@ import numpy as np
 
 from agentmem.records import MemoryVersion
 from agentmem.supersede import Thresholds, decide
-from benchmarks.common import (
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    cached_embeddings,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    write_results,
-)
 from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
+from benchmarks.harness.cli import parser, progress, say
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_results
 
 FILE = "sick2014_train.tsv"
 LABELS = ("NEUTRAL", "ENTAILMENT", "CONTRADICTION")

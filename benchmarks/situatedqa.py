@@ -52,21 +52,12 @@ import numpy as np
 
 from agentmem import Memory
 from agentmem.config import Config
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
 
 DATA = "situatedqa_temp_dev_raw.jsonl"
 PROJECT = "facts"

@@ -33,22 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from agentmem import timewindow
-from benchmarks.common import (
-    DEFAULT_DATA,
-    LOCOMO,
-    LONGMEMEVAL,
-    LONGMEMEVAL_B,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    save_figure,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, progress
+from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.stats import percentiles
 
 NOW = datetime(2023, 5, 20, 12, 0, tzinfo=UTC)
 PROBES = [
