@@ -229,7 +229,8 @@ def overlap(a: Sequence[str], b: Sequence[str], k: int) -> float:
 
 def longmemeval_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) -> dict[str, Any]:
     from benchmarks import longmemeval as lme
-    from benchmarks.conversations import CachedEmbedder, SessionHit, VectorCache, roll_up
+    from benchmarks.conversations import SessionHit, roll_up
+    from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
     from indexes.embed import SentenceTransformerEmbedder
 
     items = lme.load([args.data / LONGMEMEVAL], args.lme_limit)
@@ -238,7 +239,7 @@ def longmemeval_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) ->
     model = SentenceTransformerEmbedder(cache_size=0)
     cache = VectorCache(model.embed, model.name, model.dim, cache_dir=args.cache)
     cache.ensure(lme.texts_to_embed(scored, [lme.DEFAULT_CUT]))
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     run = lme.Run(lme.DEFAULT_CUT)
     per_q: list[dict[str, Any]] = []
     timing: dict[str, list[dict[str, Any]]] = {b: [] for b in BACKENDS}
@@ -293,7 +294,7 @@ def timing_summary(timing: dict[str, list[dict[str, Any]]], ingest: str, recall:
 
 def locomo_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) -> dict[str, Any]:
     from benchmarks import locomo as loc
-    from benchmarks.conversations import CachedEmbedder, VectorCache
+    from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
     from indexes.embed import SentenceTransformerEmbedder
 
     convs = json.loads((args.data / LOCOMO).read_text(encoding="utf-8"))[: args.locomo_limit]
@@ -302,7 +303,7 @@ def locomo_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) -> dict
     all_turns = [loc.conversation_turns(c) for c in convs]
     qas = [[q for q in c["qa"] if loc.evidence_ids(q.get("evidence", []))] for c in convs]
     cache.ensure([t.text for ts in all_turns for t in ts] + [q["question"].strip() for qa in qas for q in qa])
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     say(f"LoCoMo: {len(convs)} conversation(s), {sum(len(qa) for qa in qas)} questions with evidence, both backends")
     rows: list[dict[str, Any]] = []
     timing: dict[str, list[dict[str, Any]]] = {b: [] for b in BACKENDS}

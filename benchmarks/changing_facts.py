@@ -47,20 +47,13 @@ from benchmarks.embedding import add_arguments, info, kind_of, model_embedder
 from benchmarks.factgen import OUT as DATA_FILE
 from benchmarks.factgen import generate
 from benchmarks.harness.cli import parser, progress, say
+from benchmarks.harness.clock import Clock
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import RESULTS
 from benchmarks.harness.report import pyplot, save_figure, write_results
 
 PROJECT = "shop"
 CATEGORIES = ("changed", "stable", "distractor")
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -89,12 +89,12 @@ from benchmarks.concurrency_report import (
     targets,
 )
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import machine_busy_seconds
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
 from benchmarks.harness.report import write_json, write_report
-from benchmarks.http_latency import machine_busy_seconds
 
 NAME = "concurrency"
 DEFAULT_BASELINE = "62ce809"  # the commit before the group-commit work

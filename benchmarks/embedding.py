@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.conversations import VectorCache
 from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.embedder import VectorCache
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, RESULTS
 from benchmarks.harness.report import write_results

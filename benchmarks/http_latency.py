@@ -40,11 +40,8 @@ import json
 import multiprocessing as mp
 import os
 import queue
-import secrets
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,18 +54,19 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import CpuWindow
 from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT, RESULTS
 from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
-from benchmarks.harness.server import stop_process
+from benchmarks.harness.server import HOST, ServerProcess, free_port, proc_status
 from benchmarks.harness.stats import percentiles, summarise_rounds
 
 PROJECT = "bench"  # the project of the loaded memories (benchmarks.latency.PROJECT)
 K = 10
 SERVER_QUERY_CACHE = 1024  # SentenceTransformerEmbedder's default cache_size, which the server uses
 TARGETS = {"size": 100_000, "clients": 1, "p50": 15.0, "p99": 40.0}
-HOST = "127.0.0.1"  # loopback only
 
 
 # -- the load-generating client process ---------------------------------------------------
@@ -170,82 +168,14 @@ def client_worker(
 # -- the server subprocess ----------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def proc_status(pid: int) -> dict[str, int]:
-    """VmRSS, VmHWM (kB) and Threads of a process, from /proc/<pid>/status."""
-    out: dict[str, int] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM", "Threads"):
-                out[key] = int(value.split()[0])
-    except (OSError, ValueError):
-        pass
-    return out
-
-
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def proc_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process (its own threads), from /proc/<pid>/stat."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-        fields = raw[raw.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def machine_busy_seconds() -> float | None:
-    """CPU seconds spent busy by the whole machine since boot (all cores), from /proc/stat."""
-    try:
-        first = Path("/proc/stat").read_text().splitlines()[0].split()
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in first[1:9])
-        return (user + nice + system + irq + softirq + steal) / _TICK
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def self_cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
-class Server:
+class Server(ServerProcess):
     """`python -m agentmem --data-dir DIR serve` on a free loopback port, with one admin token for PROJECT."""
 
     def __init__(self, data_dir: Path, log_path: Path, *, ready_timeout: float, stop_timeout: float) -> None:
+        super().__init__(log_path, ready_timeout=ready_timeout, stop_timeout=stop_timeout)
         self.data_dir = data_dir
-        self.log_path = log_path
-        self.ready_timeout = ready_timeout
-        self.stop_timeout = stop_timeout
-        self.secret = secrets.token_urlsafe(24)  # 32 characters
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.port = 0
-        self.started_seconds: float | None = None
-        self.stop_info: dict[str, Any] = {}
-        self._log: Any = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
 
     def start(self) -> None:
-        import httpx
-
-        from agentmem.client import serving
-
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         env["AGENTMEM_TOKENS"] = f"bench:{self.secret}:admin:{PROJECT}"
         env["PYTHONUNBUFFERED"] = "1"
@@ -256,89 +186,17 @@ class Server:
                 sys.executable, "-m", "agentmem", "--data-dir", str(self.data_dir),
                 "serve", "--host", HOST, "--port", str(self.port),
             ]  # fmt: skip
-            self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-            t0 = time.perf_counter()
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-            deadline = t0 + self.ready_timeout
-            with httpx.Client(base_url=self.url, timeout=2.0) as http:
-                while time.perf_counter() < deadline:
-                    if self.proc.poll() is not None:
-                        break
-                    try:
-                        if serving(http.get("/ready")):  # the engine is loaded
-                            self.started_seconds = round(time.perf_counter() - t0, 2)
-                            return
-                    except httpx.HTTPError:
-                        pass
-                    time.sleep(0.1)
-            code = self.proc.poll()
-            last_error = (
-                f"server exited with {code}" if code is not None else f"not serving in {self.ready_timeout} s"
-            )
+            self.spawn(cmd, cwd=REPO_ROOT, env=env)
+            why = self.poll_ready(0.1)
+            if why is None:
+                return
+            last_error = f"server {why}"
             self.stop()
             say(f"  server start attempt {attempt + 1} failed: {last_error}; log tail:\n{self.log_tail()}")
         raise RuntimeError(f"the server did not start: {last_error}")
 
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after `stop_timeout` seconds."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            info = stop_process(proc, self.stop_timeout)
-            self.stop_info = info
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def log_problems(self) -> list[str]:
-        try:
-            text = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return []
-        return [ln for ln in text if " ERROR " in ln or "Traceback" in ln or " WARNING " in ln][:20]
-
 
 # -- one measured configuration -----------------------------------------------------------
-
-
-class Stats:
-    """CPU accounting around a measured window: server, clients, this process and everyone else."""
-
-    def __init__(self, server_pid: int | Sequence[int] | None) -> None:
-        # several pids (the nodes of one database, and its processes): their CPU summed as "server"
-        self.server_pid = [server_pid] if isinstance(server_pid, int) else list(server_pid or [])
-        self.busy0 = machine_busy_seconds()
-        self.server0 = self._server_cpu()
-        self.self0 = self_cpu_seconds()
-        self.t0 = time.perf_counter()
-
-    def finish(self, client_cpu: float) -> dict[str, Any]:
-        wall = time.perf_counter() - self.t0
-        busy1 = machine_busy_seconds()
-        server1 = self._server_cpu()
-        out: dict[str, Any] = {"window_seconds": round(wall, 3), "client_cpu_seconds": round(client_cpu, 3)}
-        server_cpu = None if server1 is None or self.server0 is None else server1 - self.server0
-        out["server_cpu_seconds"] = None if server_cpu is None else round(server_cpu, 3)
-        self_cpu = self_cpu_seconds() - self.self0
-        if busy1 is not None and self.busy0 is not None and server_cpu is not None and wall > 0:
-            busy = busy1 - self.busy0
-            other = max(0.0, busy - server_cpu - client_cpu - self_cpu)
-            out["machine_busy_cores"] = round(busy / wall, 2)
-            out["server_cores"] = round(server_cpu / wall, 2)
-            out["client_cores"] = round(client_cpu / wall, 2)
-            out["other_cores"] = round(other / wall, 2)  # other processes on the machine: contention
-        return out
-
-    def _server_cpu(self) -> float | None:
-        seconds = [proc_cpu_seconds(pid) for pid in self.server_pid]
-        return None if None in seconds else sum(s for s in seconds if s is not None)
 
 
 def run_clients(
@@ -388,7 +246,7 @@ def run_clients(
                 ready += 1
             else:
                 raise RuntimeError(f"client {wid} failed while warming up:\n{payload}")
-        stats = Stats(server.pid)
+        stats = CpuWindow(server.pid)
         go.set()
         deadline = time.monotonic() + args.duration + args.timeout + 60
         while len(payloads) + len(failures) < clients:
@@ -472,23 +330,6 @@ def http_probe(server: Server, queries: Sequence[str], timeout: float) -> dict[s
 # -- in-process reference -----------------------------------------------------------------
 
 
-class PrecomputedQueries:
-    """The live embedder, but query vectors come from a dict filled beforehand (recall minus embedding)."""
-
-    def __init__(self, inner: Any, vectors: dict[str, np.ndarray]) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dim = inner.dim
-        self.vectors = vectors
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        v = self.vectors.get(text)
-        return v if v is not None else self.inner.embed([text])[0]
-
-
 def inprocess_reference(
     path: Path, emb_live: Any, rounds: Sequence[Sequence[str]], warmup: Sequence[str]
 ) -> dict[str, Any]:
@@ -502,7 +343,12 @@ def inprocess_reference(
     try:
         all_q = list(dict.fromkeys([q for r in rounds for q in r]))
         vectors = {q: embed_query(emb_live, q) for q in progress(all_q, desc="query vectors", unit="query")}
-        pre = PrecomputedQueries(emb_live, vectors)
+        def query_vector(q: str) -> np.ndarray:
+            v = vectors.get(q)
+            return v if v is not None else emb_live.embed([q])[0]
+
+        # the live embedder, but query vectors come from the dict filled above (recall minus embedding)
+        pre = VectorsEmbedder(emb_live.name, emb_live.dim, emb_live.embed, query_vector)
         clock = time.perf_counter_ns
 
         def timed(fn: Any, queries: Sequence[str]) -> list[float]:
@@ -522,7 +368,7 @@ def inprocess_reference(
         for q in warmup:  # untimed: first searcher, BLAS threads
             recall(q)
         modes: dict[str, list[list[float]]] = {"recall+embed": [], "recall (vector precomputed)": [], "embed": []}
-        cpu = Stats(None)  # this process alone: "other_cores" is contention from the rest of the machine
+        cpu = CpuWindow(None)  # this process alone: "other_cores" is contention from the rest of the machine
         for r, queries in enumerate(rounds):
             say(f"    in-process round {r + 1}/{len(rounds)}: {len(queries)} queries x 3 modes")
             mem.embedder = emb_live

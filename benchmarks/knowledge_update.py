@@ -67,9 +67,10 @@ from agentmem import Memory, NewMemory, claims
 from agentmem.config import ClaimRules, Config
 from agentmem.provider import ProviderConfig
 from agentmem.records import Hit
-from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 from benchmarks.harness.cli import command_line, parser, progress
+from benchmarks.harness.clock import Clock
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
 from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
@@ -134,7 +135,7 @@ def agentmem_rankings(
     q: dict[str, Any],
     turns: Turns,
     path: str,
-    embedder: CachedEmbedder,
+    embedder: VectorsEmbedder,
     work: Path,
     rules: ClaimRules,
     provider: ProviderConfig | None = None,
@@ -285,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     said = [s for t in texts for s in claims.of_turn(t, rules)]
     split_seconds = time.perf_counter() - started_split
     cache.ensure([q["question"].strip() for q in items] + texts + said)
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     per_q: list[dict[str, Any]] = []
     superseded: dict[str, float] = {s: 0 for s in systems if s != "naive"}
     asked = {"asked": 0.0, "cached": 0.0}

@@ -41,19 +41,12 @@ import numpy as np
 from agentmem import Memory, NewMemory
 from agentmem.config import Config
 from agentmem.ranking import Weights
-from benchmarks.conversations import (
-    CachedEmbedder,
-    Clock,
-    SessionBM25,
-    VectorCache,
-    cosine_ranking,
-    evidence_recall,
-    mean,
-    rrf,
-)
+from benchmarks.conversations import SessionBM25, cosine_ranking, evidence_recall, mean, rrf
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import Clock
 from benchmarks.harness.datasets import LOCOMO
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
 from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
@@ -104,7 +97,7 @@ def evidence_ids(raw: Sequence[str]) -> list[str]:
 
 
 def agentmem_rankings(
-    turns: list[Turn], questions: list[str], embedder: CachedEmbedder, work: Path, kind: str,
+    turns: list[Turn], questions: list[str], embedder: VectorsEmbedder, work: Path, kind: str,
     currentness: float | None, database_url: str | None = None,
 ) -> tuple[list[list[str]], list[list[str]], dict[str, float]]:  # fmt: skip
     """One fresh Memory for the conversation (on PostgreSQL, given `database_url` of an empty database); the
@@ -218,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     cache.ensure([t.text for ts in all_turns for t in ts] + [q["question"].strip() for qa in qas for q in qa])
     embed_seconds = round(time.perf_counter() - t0, 1)
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     variants: dict[str, tuple[str, float | None]] = {
         DEFAULT: ("event", None),
         "agentmem [observation]": ("observation", None),

@@ -56,11 +56,8 @@ from agentmem.config import Config
 from agentmem.ranking import Weights
 from benchmarks.conversations import (
     ROLLUPS,
-    CachedEmbedder,
-    Clock,
     SessionBM25,
     SessionHit,
-    VectorCache,
     cosine_ranking,
     mean,
     ndcg,
@@ -71,7 +68,9 @@ from benchmarks.conversations import (
 )
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import Clock
 from benchmarks.harness.datasets import LONGMEMEVAL, LONGMEMEVAL_B
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
 from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
@@ -214,7 +213,7 @@ def texts_to_embed(items: list[dict[str, Any]], cuts: Sequence[str]) -> list[str
 
 
 def agentmem_hits(
-    q: dict[str, Any], run: Run, embedder: CachedEmbedder, work: Path, database_url: str | None = None
+    q: dict[str, Any], run: Run, embedder: VectorsEmbedder, work: Path, database_url: str | None = None
 ) -> tuple[dict[str, list[SessionHit]], dict[str, Any]]:
     """Fill a fresh Memory with the question's haystack, recall with the question: hits naming their
     sessions for each of the run's labels, and the timing (and the time window recall understood).
@@ -388,7 +387,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def record(
-    q: dict[str, Any], runs: list[Run], cache: VectorCache, embedder: CachedEmbedder, work: Path
+    q: dict[str, Any], runs: list[Run], cache: VectorCache, embedder: VectorsEmbedder, work: Path
 ) -> dict[str, Any]:
     """One question's baseline rankings and agentmem hits (for each run's labels), with the timing: all
     that the scores are computed from (see `rank_and_score`), so a recorded run can be scored again."""
@@ -532,7 +531,7 @@ def collect(args: argparse.Namespace, command: str) -> tuple[list[dict[str, Any]
     t0 = time.perf_counter()
     cache.ensure(texts_to_embed(scored, args.cuts))
     embed_seconds = round(time.perf_counter() - t0, 1)
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     runs = runs_for(args)
     records: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="agentmem-lme-", dir=args.work_dir))

@@ -51,6 +51,7 @@ import numpy as np
 
 from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B, Corpus
+from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
 from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
@@ -125,20 +126,9 @@ class Lookup:
         return self.vectors[[self.rows[t] for t in texts]]
 
 
-class LookupEmbedder:
+def lookup_embedder(lookup: Lookup) -> VectorsEmbedder:
     """agentmem's Embedder protocol over a Lookup."""
-
-    name = "all-MiniLM-L6-v2"
-    dim = 384
-
-    def __init__(self, lookup: Lookup) -> None:
-        self.lookup = lookup
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.lookup.many(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.lookup.one(text)
+    return VectorsEmbedder("all-MiniLM-L6-v2", 384, lookup.many, lookup.one)
 
 
 def model_path() -> str:
@@ -193,7 +183,7 @@ class AgentMem(System):
 
         self.embedder: Any
         if lookup is not None:
-            self.embedder = LookupEmbedder(lookup)
+            self.embedder = lookup_embedder(lookup)
         elif os.environ.get("AGENTMEM_EMBEDDER", "torch").strip().lower() == "onnx":  # agentmem's own default
             from indexes.onnx_embed import OnnxEmbedder
 
@@ -872,7 +862,7 @@ def vector_row(
     work: Path,
     notes: list[str],
 ) -> dict[str, Any]:
-    from benchmarks.conversations import VectorCache
+    from benchmarks.harness.embedder import VectorCache
     from indexes.embed import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder(threads=args.threads)

@@ -52,9 +52,10 @@ import numpy as np
 
 from agentmem import Memory
 from agentmem.config import Config
-from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import Clock
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
 from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
@@ -160,7 +161,7 @@ def valid_at(f: Fact, d: datetime) -> Version | None:
 # -- the runs --------------------------------------------------------------------------------
 
 
-def agentmem_run(facts: list[Fact], embedder: CachedEmbedder, work: Path) -> tuple[dict[int, dict[str, Any]], int]:
+def agentmem_run(facts: list[Fact], embedder: VectorsEmbedder, work: Path) -> tuple[dict[int, dict[str, Any]], int]:
     """Remember every version in date order in one store, then ask each question (now and as of
     each probe date): per fact, its measures; and how many remembers superseded something."""
     clock = Clock(NOW)
@@ -261,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache.ensure([f.question for f in facts] + [v.text for f in facts for v in f.versions])
     work = Path(tempfile.mkdtemp(prefix="agentmem-sqa-", dir=args.work_dir))
     try:
-        mine, superseded = agentmem_run(facts, CachedEmbedder(cache), work)
+        mine, superseded = agentmem_run(facts, VectorsEmbedder.of(cache), work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     runs = {"naive": naive_run(facts, cache), "agentmem": mine}

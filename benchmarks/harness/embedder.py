@@ -1,7 +1,9 @@
-"""Model vectors computed once and kept under benchmarks/.cache, and the embedders that serve them.
+"""Model vectors computed once and kept under benchmarks/.cache, and the embedder that serves them.
 
-`cached_embeddings` keeps a prefix of a seeded corpus order (the 100k corpus of the speed
-benchmarks: computed once, extended on demand).
+Two caches, for two uses: `cached_embeddings` keeps a prefix of a seeded corpus order (the 100k
+corpus of the speed benchmarks: computed once, extended on demand); `VectorCache` keeps vectors by
+the text's hash (the conversation benchmarks, whose texts come and go with their options).
+`VectorsEmbedder` hands either to agentmem, so a benchmark times agentmem and not the model.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,145 @@ def _save(path: Path, array: np.ndarray) -> None:
     tmp = path.with_name(path.name + ".tmp.npy")
     np.save(tmp, array)
     os.replace(tmp, path)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class VectorCache:
+    """Real model vectors kept on disk, keyed by a hash of the exact text: reruns embed nothing.
+
+    Two files under `cache_dir`: `content-vectors-<name>.keys` (one hash a line) and `.npy`, where
+    `name` is the model's unless given (benchmarks.embedding names them per embedder kind too, so that
+    one runtime's vectors never mix with another's).
+    """
+
+    def __init__(
+        self,
+        embed: Callable[[list[str]], np.ndarray],
+        model: str,
+        dim: int,
+        cache_dir: Path = CACHE_DIR,
+        name: str | None = None,
+    ):
+        self._embed = embed
+        self.model, self.dim = model, dim
+        self.name = name or model
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self._keys_path = cache_dir / f"content-vectors-{self.name}.keys"
+        self._vec_path = cache_dir / f"content-vectors-{self.name}.npy"
+        self._rows: dict[str, int] = {}
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self.embedded = 0
+        if self._keys_path.exists() and self._vec_path.exists():
+            keys = self._keys_path.read_text().split()
+            vectors = np.load(self._vec_path)
+            if vectors.shape == (len(keys), dim):
+                self._rows = {k: i for i, k in enumerate(keys)}
+                self._vectors = vectors.astype(np.float32, copy=False)
+            else:
+                say(f"ignoring the embedding cache {self._vec_path}: {vectors.shape} for {len(keys)} keys")
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def path(self) -> Path:
+        """The vectors' file (the keys are beside it)."""
+        return self._vec_path
+
+    def keys(self) -> set[str]:
+        """The text keys (`text_key`) of every cached vector."""
+        return set(self._rows)
+
+    def vectors_of(self, keys: Sequence[str]) -> np.ndarray:
+        """The cached vectors of these text keys, in their order."""
+        return self._vectors[[self._rows[k] for k in keys]]
+
+    def merge(self, other: VectorCache) -> int:
+        """Take (and save) the vectors `other` holds that this cache does not, e.g. a cache built in parallel
+        in another folder; both must be of one model and kind. How many were taken."""
+        if (other.name, other.dim) != (self.name, self.dim):
+            raise ValueError(f"cannot merge {other.name} ({other.dim}) vectors into {self.name} ({self.dim})")
+        new = [k for k in other.keys() if k not in self._rows]
+        if new:
+            base = len(self._vectors)
+            self._vectors = np.concatenate([self._vectors, other.vectors_of(new)])
+            self._rows.update({k: base + i for i, k in enumerate(new)})
+            self._save()
+        return len(new)
+
+    def has(self, text: str) -> bool:
+        """True when the vector of this exact text is cached."""
+        return text_key(text) in self._rows
+
+    def ensure(self, texts: Iterable[str], *, batch: int = 1024, desc: str = "embed") -> None:
+        """Embed (and save) every text not cached yet, in batches, with a progress bar on a terminal."""
+        todo = list(dict.fromkeys(t for t in texts if text_key(t) not in self._rows))
+        if not todo:
+            return
+        say(f"embedding {len(todo)} texts with {self.name} (cached in {self._vec_path})")
+        todo.sort(key=len)  # similar lengths batch together: less padding
+        with progress(total=len(todo), desc=desc, unit="text") as bar:
+            for start in range(0, len(todo), batch):
+                chunk = todo[start : start + batch]
+                self._add(chunk, np.asarray(self._embed(chunk), dtype=np.float32))
+                self._save()
+                bar.update(len(chunk))
+
+    def _add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        base = len(self._vectors)
+        self._vectors = np.concatenate([self._vectors, vectors])
+        for i, t in enumerate(texts):
+            self._rows[text_key(t)] = base + i
+        self.embedded += len(texts)
+
+    def _save(self) -> None:
+        keys = sorted(self._rows, key=self._rows.__getitem__)
+        tmp_vec = self._vec_path.with_name(self._vec_path.name + ".tmp.npy")
+        tmp_keys = self._keys_path.with_name(self._keys_path.name + ".tmp")
+        np.save(tmp_vec, self._vectors)
+        tmp_keys.write_text("\n".join(keys) + "\n")
+        os.replace(tmp_vec, self._vec_path)
+        os.replace(tmp_keys, self._keys_path)
+
+    def get(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for `texts`, embedding any that are missing."""
+        missing = [t for t in texts if text_key(t) not in self._rows]
+        if missing:
+            self.ensure(missing)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._vectors[[self._rows[text_key(t)] for t in texts]]
+
+
+class VectorsEmbedder:
+    """An agentmem Embedder (the indexes.embed protocol) over vectors computed beforehand.
+
+    `many` gives the vectors of texts (a VectorCache's `get`, a lookup table); `one` a query's,
+    when that differs (by default many([text])[0]).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        dim: int,
+        many: Callable[[list[str]], np.ndarray],
+        one: Callable[[str], np.ndarray] | None = None,
+    ) -> None:
+        self.name = name
+        self.dim = dim
+        self._many = many
+        self._one = one
+
+    @classmethod
+    def of(cls, cache: VectorCache) -> VectorsEmbedder:
+        """The real model's vectors from a VectorCache (a text it lacks is embedded and cached)."""
+        return cls(cache.model, cache.dim, cache.get)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._many(list(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._one(text) if self._one is not None else self._many([text])[0]
