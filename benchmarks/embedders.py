@@ -31,7 +31,7 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
 NAME = "embedders"
@@ -156,14 +156,12 @@ def render(results: dict[str, Any]) -> str:
         f"time (mean {s['mean_query_tokens']} tokens), {s['texts']} corpus texts in batches of 32 (mean "
         f"{s['mean_text_tokens']} tokens).",
         "",
-        "| backend / threads | query p50 ms | p95 | p99 | batch texts/s | load s | peak RSS MB | torch in process |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
+        *table(["backend / threads", "query p50 ms", "p95", "p99", "batch texts/s", "load s", "peak RSS MB",
+                "torch in process"], ([
+            key, *(f"{v['query_ms'][p]:.2f}" for p in ("p50", "p95", "p99")), f"{v['texts_per_second']:.0f}",
+            f"{v['load_seconds']:.1f}", v["peak_rss_mb"], "yes" if v["torch_loaded"] else "no",
+        ] for key, v in results["summary"].items()), "lrrrrrrc"),  # fmt: skip
     ]
-    for key, v in results["summary"].items():
-        q = v["query_ms"]
-        torch = "yes" if v["torch_loaded"] else "no"
-        lines.append(f"| {key} | {q['p50']:.2f} | {q['p95']:.2f} | {q['p99']:.2f} | {v['texts_per_second']:.0f} | "
-                     f"{v['load_seconds']:.1f} | {v['peak_rss_mb']} | {torch} |")  # fmt: skip
     lines += ["", "Ratios onnx / torch at each thread count (query p50 below 1 is faster, texts/s above 1):", ""]
     for n in s["threads"]:
         t, o = results["summary"].get(f"torch/{n}"), results["summary"].get(f"onnx/{n}")

@@ -73,7 +73,8 @@ from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import part_tables, pyplot, save_figure, write_json, write_report
+from benchmarks.harness.stats import share
 from benchmarks.longmemeval import parse_date
 
 DATA = "longmemeval_ku_dev.jsonl.gz"
@@ -233,8 +234,7 @@ def summarise(per_q: list[dict[str, Any]], systems: Sequence[str] = SYSTEMS) -> 
     """Per part (tune, confirm, all) and system: each measure in percent over its questions."""
 
     def pct(rows: list[dict[str, Any]], system: str, m: str, group: str) -> dict[str, Any]:
-        xs = [r["scores"][system][m] for r in rows if r[group]]
-        return {"pct": round(100.0 * sum(xs) / len(xs), 1) if xs else None, "n": len(xs)}
+        return share([r["scores"][system][m] for r in rows if r[group]])
 
     groups = {"fresh_first": "current", "stale5": "current", "fresh5": "current", "earlier10": "earlier"}
     out: dict[str, Any] = {}
@@ -394,14 +394,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"{TARGETS['fresh_first']}, stale@5 {TARGETS['stale5']}, earlier@10 {TARGETS['earlier10']}.",
         "",
     ]
-    for part in ("tune", "confirm", "all"):
-        s = res["summary"][part]
-        lines += [f"**{part}**", "", "| system | " + " | ".join(LABELS.values()) + " |",
-                  "| --- |" + " ---: |" * len(LABELS)]  # fmt: skip
-        for system in res.get("systems", SYSTEMS):
-            cells = [f"{s[system][m]['pct']} (n={s[system][m]['n']})" for m in LABELS]
-            lines.append(f"| {system} | " + " | ".join(cells) + " |")
-        lines.append("")
+    lines += part_tables(res["summary"], LABELS, res.get("systems", SYSTEMS))
     hist = "with" if res["history"] else "without (recall has no history option in this build)"
     adj = res.get("adjudication")
     if adj:

@@ -42,7 +42,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.report import pyplot, save_figure, table, write_results
 from benchmarks.harness.stats import percentiles, summarise_rounds
 from benchmarks.latency import PROJECT, K, load_store, time_calls, version_for
 from indexes.embed import SentenceTransformerEmbedder, embed_query
@@ -161,19 +161,19 @@ def markdown(r: dict[str, Any]) -> str:
         f"`{r['command']}` on {m.get('cpu_model') or 'unknown CPU'}, {m.get('cpu_count')} cores; "
         f"{r['settings']['size']:,} memories, half of them faded observations.",
         "",
-        "| what | result |",
-        "|---|---|",
-        f"| memories examined / archived | {s['examined']:,} / {s['archived']:,} |",
-        f"| sweep, archiving them (one run) | {s['seconds']:.2f} s ({s['per_1000_archived_ms']:.0f} ms per 1,000) |",
-        f"| sweep dry run, p50 of {s['dry_run_ms']['n']} | {s['dry_run_ms']['p50']:.0f} ms |",
-        f"| audit entries written | {s['audit_entries']:,} |",
-        f"| indexes consistent after | {'yes' if s['consistent_after'] else 'NO'} ({s['index_docs_after']}) |",
+        *table(["what", "result"], [
+            ["memories examined / archived", f"{s['examined']:,} / {s['archived']:,}"],
+            ["sweep, archiving them (one run)", f"{s['seconds']:.2f} s ({s['per_1000_archived_ms']:.0f} ms per 1,000)"],
+            [f"sweep dry run, p50 of {s['dry_run_ms']['n']}", f"{s['dry_run_ms']['p50']:.0f} ms"],
+            ["audit entries written", f"{s['audit_entries']:,}"],
+            ["indexes consistent after", f"{'yes' if s['consistent_after'] else 'NO'} ({s['index_docs_after']})"],
+        ]),  # fmt: skip
         "",
-        "| recall (k=10, query vector cached) | n | p50 ms | p95 ms | p99 ms |",
-        "|---|---|---|---|---|",
+        *table(["recall (k=10, query vector cached)", "n", "p50 ms", "p95 ms", "p99 ms"], (
+            [name, p["n"], *(f"{p[q]:.2f}" for q in ("p50", "p95", "p99"))]
+            for name, p in (("before: full store", full), ("after: half archived", swept))
+        )),  # fmt: skip
     ]
-    for name, p in (("before: full store", full), ("after: half archived", swept)):
-        lines.append(f"| {name} | {p['n']} | {p['p50']:.2f} | {p['p95']:.2f} | {p['p99']:.2f} |")
     lines += ["", f"p50 after / before: **{r['recall_ratio_p50']}** (same rounds, interleaved query by query)."]
     return "\n".join(lines) + "\n"
 

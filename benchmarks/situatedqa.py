@@ -58,7 +58,8 @@ from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import part_tables, pyplot, save_figure, write_json, write_report
+from benchmarks.harness.stats import share
 
 DATA = "situatedqa_temp_dev_raw.jsonl"
 PROJECT = "facts"
@@ -224,9 +225,6 @@ def scores(f: Fact, ranked: list[tuple[str, str]], as_of: list[bool]) -> dict[st
 
 
 def summarise(facts: list[Fact], runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
-    def pct(xs: list[bool]) -> dict[str, Any]:
-        return {"pct": round(100.0 * sum(xs) / len(xs), 1) if xs else None, "n": len(xs)}
-
     out: dict[str, Any] = {}
     for part in ("tune", "confirm", "all"):
         fs = [f for f in facts if part == "all" or f.part == part]
@@ -234,11 +232,11 @@ def summarise(facts: list[Fact], runs: dict[str, dict[int, dict[str, Any]]]) -> 
         still = [f for f in fs if len(f.versions) == 1]
         out[part] = {
             name: {
-                "current1": pct([s[f.id]["top1_current"] for f in changed]),
-                "dead5": pct([s[f.id]["dead5"] for f in changed]),
-                "kept1": pct([s[f.id]["top1_current"] for f in still]),
-                "as_of1": pct([x for f in fs for x in s[f.id]["as_of"]]),
-                "oracle": pct([x for f in fs for x in s[f.id]["oracle"]]),
+                "current1": share([s[f.id]["top1_current"] for f in changed]),
+                "dead5": share([s[f.id]["dead5"] for f in changed]),
+                "kept1": share([s[f.id]["top1_current"] for f in still]),
+                "as_of1": share([x for f in fs for x in s[f.id]["as_of"]]),
+                "oracle": share([x for f in fs for x in s[f.id]["oracle"]]),
             }
             for name, s in runs.items()
         }
@@ -298,13 +296,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"{TARGETS['current1']}, dead@5 {TARGETS['dead5']}, as_of@1 within a point of its oracle.",
         "",
     ]
-    for part in ("tune", "confirm", "all"):
-        s = res["summary"][part]
-        lines += [f"**{part}**", "", "| system | " + " | ".join(LABELS.values()) + " |",
-                  "| --- |" + " ---: |" * len(LABELS)]  # fmt: skip
-        for name, row in s.items():
-            lines.append(f"| {name} | " + " | ".join(f"{row[m]['pct']} (n={row[m]['n']})" for m in LABELS) + " |")
-        lines.append("")
+    lines += part_tables(res["summary"], LABELS, [])
     lines += [
         f"remember() superseded a version {res['superseded']} times.",
         "",

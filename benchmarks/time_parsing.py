@@ -37,7 +37,7 @@ from benchmarks.harness.cli import command_line, parser, progress
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
 NOW = datetime(2023, 5, 20, 12, 0, tzinfo=UTC)
@@ -141,15 +141,11 @@ def render(res: dict[str, Any]) -> str:
         "Milliseconds per query on one core, one call at a time; `found` is the share of queries in which "
         "the parser found a time.",
         "",
-        "| parser | p50 ms | p95 ms | p99 ms | max ms | found |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *table(["parser", "p50 ms", "p95 ms", "p99 ms", "max ms", "found"], ([
+            name, *(f"{r['ms'][p]:.3f}" for p in ("p50", "p95", "p99")), f"{r['ms']['max']:.1f}",
+            f"{100 * r['found'] / max(1, r['queries']):.1f}%",
+        ] for name, r in res["parsers"].items()), "lrrrrr"),  # fmt: skip
     ]
-    for name, r in res["parsers"].items():
-        ms = r["ms"]
-        share = 100 * r["found"] / max(1, r["queries"])
-        lines.append(
-            f"| {name} | {ms['p50']:.3f} | {ms['p95']:.3f} | {ms['p99']:.3f} | {ms['max']:.1f} | {share:.1f}% |"
-        )
     m = res["machine"]
     lines += ["", f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, Python {m['python']}."]
     return "\n".join(lines) + "\n"

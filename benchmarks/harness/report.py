@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -67,3 +67,34 @@ def save_figure(fig: Figure, path: Path, dpi: float | None = None) -> None:
     else:
         fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+# -- Markdown tables ----------------------------------------------------------------
+
+_RULES = {"l": "---", "r": "---:", "c": ":---:"}
+
+
+def row(cells: Iterable[object]) -> str:
+    """One Markdown table line: `| a | b |`, each cell as str() gives it."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def table(columns: Sequence[str], rows: Iterable[Iterable[object]], align: str = "") -> list[str]:
+    """A Markdown table's lines: the header, its rule, then a line a row.
+
+    `align` holds a letter a column, l (left), r (right) or c (centred); columns past its end are left.
+    """
+    rule = [_RULES[a] for a in align.ljust(len(columns), "l")]
+    return [row(columns), row(rule), *(row(r) for r in rows)]
+
+
+def part_tables(summary: dict[str, Any], labels: dict[str, str], systems: Iterable[str]) -> list[str]:
+    """Per part of a data set (tune, confirm, all): its name in bold, then a table of `pct (n=n)` cells
+    (benchmarks.harness.stats.share), a row a system and a column a measure."""
+    lines: list[str] = []
+    names = list(systems)
+    for part in ("tune", "confirm", "all"):
+        s = summary[part]
+        rows = ([name, *(f"{s[name][m]['pct']} (n={s[name][m]['n']})" for m in labels)] for name in names or s)
+        lines += [f"**{part}**", "", *table(["system", *labels.values()], rows, "l" + "r" * len(labels)), ""]
+    return lines

@@ -31,3 +31,8 @@ def summarise_rounds(rounds_ms: Sequence[Sequence[float]]) -> dict[str, Any]:
     out["round_p50"] = round_p50
     out["median_round_p50"] = round(float(np.median(round_p50)), 4) if round_p50 else None
     return out
+
+
+def share(xs: Sequence[bool | float]) -> dict[str, Any]:
+    """The percent of true (or the mean of 0..1 scores, in percent) over `xs`, and how many: a table cell."""
+    return {"pct": round(100.0 * sum(xs) / len(xs), 1) if xs else None, "n": len(xs)}
