@@ -64,7 +64,7 @@ from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 
 NAME = "backends"
 BACKENDS = ("embedded", "postgres")
@@ -374,6 +374,12 @@ def _lat(cfg: dict[str, Any], op: str) -> str:
     return f"{fmt(lat.get('p50'), 0)} / {fmt(lat.get('p99'), 0)}" if lat.get("n") else "–"
 
 
+def scores_table(cols: list[str], systems: dict[str, dict[str, Any]], metrics: Sequence[str]) -> list[str]:
+    """A row a system, a column a metric."""
+    rows = ([label(name), *(fmt(sc[k]) for k in metrics)] for name, sc in systems.items())
+    return table(cols, rows, "l" + "r" * len(metrics))
+
+
 def render_markdown(res: dict[str, Any]) -> str:
     m = res["machine"]
     lines = [f"# PostgreSQL + pgvector vs the embedded backend ({m['date']})", ""]
@@ -396,15 +402,13 @@ def render_markdown(res: dict[str, Any]) -> str:
             "percentiles are over every request of every round. Server cores: the agentmem processes, plus the "
             "database's processes on PostgreSQL. Other cores: everyone else on the shared machine.",
             "",
-            "| backend | nodes | clients | requests/s | recall p50 / p99 ms | remember p50 / p99 ms | errors "
-            "| server cores | other cores |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for c in sorted(http["configs"], key=lambda c: (c["clients"], c["backend"], c["nodes"])):
-            lines.append(
-                f"| {c['backend']} | {c['nodes']} | {c['clients']} | {fmt(c['rps'])} | {_lat(c, 'recall')} | "
-                f"{_lat(c, 'remember')} | {c['errors']} | {fmt(c['server_cores'], 2)} | {fmt(c['other_cores'], 2)} |"
-            )
+        cols = ["backend", "nodes", "clients", "requests/s", "recall p50 / p99 ms", "remember p50 / p99 ms", "errors",
+                "server cores", "other cores"]  # fmt: skip
+        lines += table(cols, ([
+            c["backend"], c["nodes"], c["clients"], fmt(c["rps"]), _lat(c, "recall"), _lat(c, "remember"), c["errors"],
+            fmt(c["server_cores"], 2), fmt(c["other_cores"], 2),
+        ] for c in sorted(http["configs"], key=lambda c: (c["clients"], c["backend"], c["nodes"]))), "l" + "r" * 8)
         st = http["stores"]
         lines += ["", "Preload through POST /v1/import: " + ", ".join(
             f"{b} {v['per_second']:,.0f} memories/s" for b, v in st.items()) + ".", ""]  # fmt: skip
@@ -417,11 +421,8 @@ def render_markdown(res: dict[str, Any]) -> str:
             f"agentmem `{lme['system']}` on each backend (a fresh store per question), and the plain baseline "
             "(BM25 over sessions + MiniLM over user turns, RRF).",
             "",
-            "| system | R@5 | R@10 | NDCG@10 |",
-            "|---|---:|---:|---:|",
+            *scores_table(["system", "R@5", "R@10", "NDCG@10"], lme["systems"], LME_METRICS),
         ]
-        for name, sc in lme["systems"].items():
-            lines.append(f"| {label(name)} | " + " | ".join(fmt(sc[k]) for k in LME_METRICS) + " |")
         d, t = lme["differ_at_5"], lme["timing"]
         lines += ["", f"R@5 differs on {d['postgres_ahead'] + d['embedded_ahead']} question(s) (PostgreSQL ahead "
                   f"on {d['postgres_ahead']}, embedded on {d['embedded_ahead']}); the top 5 sessions overlap "
@@ -435,23 +436,19 @@ def render_markdown(res: dict[str, Any]) -> str:
             "agentmem's default (each turn a memory of kind event, recall k=10) on each backend (a fresh store per "
             "conversation), and the baseline (BM25 + MiniLM cosine, RRF).",
             "",
-            "| system | recall@5 | recall@10 | any@5 | session any@5 |",
-            "|---|---:|---:|---:|---:|",
+            *scores_table(["system", "recall@5", "recall@10", "any@5", "session any@5"], lo["systems"], LOCOMO_METRICS),
         ]
-        for name, sc in lo["systems"].items():
-            lines.append(f"| {label(name)} | " + " | ".join(fmt(sc[k]) for k in LOCOMO_METRICS) + " |")
         d = lo["differ_at_5"]
         lines += ["", f"recall@5 differs on {d['postgres_ahead'] + d['embedded_ahead']} question(s) (PostgreSQL "
                   f"ahead on {d['postgres_ahead']}, embedded on {d['embedded_ahead']}); the top 5 turns overlap "
                   f"{fmt(lo['top5_overlap_mean'])}% on average. " + times(lo["timing"], "conversation"),
                   ""]  # fmt: skip
     if res.get("verdicts"):
-        lines += ["## PostgreSQL against the embedded backend (target: within 1 point)", "",
-                  "| benchmark | metric | embedded | PostgreSQL | difference | within 1 point |",
-                  "|---|---|---:|---:|---:|---|"]  # fmt: skip
-        for v in res["verdicts"]:
-            lines.append(f"| {v['benchmark']} | {v['metric']} | {fmt(v['embedded'])} | {fmt(v['postgres'])} | "
-                         f"{v['difference']:+.1f} | {'yes' if v['within'] else 'no'} |")  # fmt: skip
+        lines += ["## PostgreSQL against the embedded backend (target: within 1 point)", ""]
+        lines += table(["benchmark", "metric", "embedded", "PostgreSQL", "difference", "within 1 point"], ([
+            v["benchmark"], v["metric"], fmt(v["embedded"]), fmt(v["postgres"]), f"{v['difference']:+.1f}",
+            "yes" if v["within"] else "no",
+        ] for v in res["verdicts"]), "llrrrl")  # fmt: skip
         lines.append("")
     if res.get("notes"):
         lines += ["Notes:", "", *(f"- {n}" for n in res["notes"]), ""]

@@ -32,7 +32,7 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.embedder import VectorCache
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, RESULTS
-from benchmarks.harness.report import write_results
+from benchmarks.harness.report import table, write_results
 from indexes.embed import MINILM_NAME, SentenceTransformerEmbedder
 from indexes.onnx_embed import EMBEDDERS, OnnxEmbedder
 
@@ -169,14 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     md = (
         f"# {args.embedder} vectors against {args.against} vectors\n\n"
         f"Cosine between the two vectors of each text both caches hold ({c['texts']} texts):\n\n"
-        "| min | p0.1 | p1 | median | largest 1 - cosine | largest component difference | below 0.9999 |\n"
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-        + (
-            f"| {c['min']} | {c['p0.1']} | {c['p1']} | {c['median']} | {c['largest_1_minus_cosine']} "
-            f"| {c['largest_component_difference']} | {c['below_0.9999']} |\n"
-            if c["texts"]
-            else "| | | | | | | |\n"
-        )  # fmt: skip
+        + "\n".join(table(
+            ["min", "p0.1", "p1", "median", "largest 1 - cosine", "largest component difference", "below 0.9999"],
+            [[c[k] if c["texts"] else "" for k in ("min", "p0.1", "p1", "median", "largest_1_minus_cosine",
+                                                   "largest_component_difference", "below_0.9999")]], "r" * 7))
+        + "\n"  # fmt: skip
         + f"\nProduced by (from the repository root):\n\n    {res['command']}\n"
     )
     print(md)

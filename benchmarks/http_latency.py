@@ -59,7 +59,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT, RESULTS
-from benchmarks.harness.report import pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import fmt, pyplot, save_figure, table, targets_table, write_json, write_report
 from benchmarks.harness.server import HOST, ServerProcess, free_port, proc_status
 from benchmarks.harness.stats import percentiles, summarise_rounds
 
@@ -558,14 +558,6 @@ def _loadavg() -> list[float]:
 # -- report -------------------------------------------------------------------------------
 
 
-def fmt(v: Any, nd: int = 2) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.{nd}f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
-
-
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     size = next((s for s in results["sizes"] if s["size"] == TARGETS["size"]), None)
     one = size["http"].get(str(TARGETS["clients"])) if size else None
@@ -598,27 +590,27 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "## HTTP recall (query embedding included)",
         "",
-        "| size | clients | requests | errors | req/s | p50 ms | p95 ms | p99 ms | median of round p50s | "
-        "server CPU ms/req | server RSS MB (end) | CPU cores: server / clients / other |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for s in results["sizes"]:
-        for c, h in s["http"].items():
-            lat = h["latency_ms"]
-            lines.append(
-                f"| {s['size']:,} | {c} | {h['requests']:,} | {h['errors']} | {fmt(h['throughput_rps'], 1)} | "
-                f"{fmt(lat.get('p50'))} | {fmt(lat.get('p95'))} | {fmt(lat.get('p99'))} | "
-                f"{fmt(lat.get('median_round_p50'))} | {fmt(h['server_cpu_ms_per_request'], 1)} | "
-                f"{fmt(h['server_rss_mb_end'], 0)} | {fmt(h['server_cores'])} / {fmt(h['client_cores'])} / "
-                f"{fmt(h['other_cores'])} |"
-            )
+
+    def http_row(size: int, c: str, h: dict[str, Any]) -> list[Any]:
+        lat = h["latency_ms"]
+        return [
+            f"{size:,}", c, f"{h['requests']:,}", h["errors"], fmt(h["throughput_rps"], 1),
+            *(fmt(lat.get(p)) for p in ("p50", "p95", "p99", "median_round_p50")),
+            fmt(h["server_cpu_ms_per_request"], 1), fmt(h["server_rss_mb_end"], 0),
+            " / ".join(fmt(h[k]) for k in ("server_cores", "client_cores", "other_cores")),
+        ]  # fmt: skip
+
+    cols = ["size", "clients", "requests", "errors", "req/s", "p50 ms", "p95 ms", "p99 ms", "median of round p50s",
+            "server CPU ms/req", "server RSS MB (end)", "CPU cores: server / clients / other"]  # fmt: skip
+    lines += table(cols, (http_row(s["size"], c, h) for s in results["sizes"] for c, h in s["http"].items()),
+                   "r" * 11 + "l")  # fmt: skip
     lines += [
         "",
         "## Side by side: 1 client over HTTP vs the same queries in process (same data directory)",
         "",
-        "| size | path | calls | p50 ms | p95 ms | p99 ms | median of round p50s | HTTP / this (p50, p99) |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
+    side_rows: list[list[Any]] = []
     for s in results["sizes"]:
         one = s["http"].get("1")
         if not one:
@@ -634,11 +626,11 @@ def render_markdown(results: dict[str, Any]) -> str:
             ratio = f"{h['p50'] / v['p50']:.2f}x / {h['p99'] / v['p99']:.2f}x" if mode == "recall+embed" else ""
             rows.append((label, v, ratio))
         rows.append(("HTTP /v1/recall, query vector cached on the server (probe)", s["http_cached_vector"], None))
-        for label, v, row_ratio in rows:
-            lines.append(
-                f"| {s['size']:,} | {label} | {v.get('n', 0):,} | {fmt(v.get('p50'))} | {fmt(v.get('p95'))} | "
-                f"{fmt(v.get('p99'))} | {fmt(v.get('median_round_p50'))} | {row_ratio or ''} |"
-            )
+        side_rows += ([f"{s['size']:,}", label, f"{v.get('n', 0):,}",
+                       *(fmt(v.get(p)) for p in ("p50", "p95", "p99", "median_round_p50")), row_ratio or ""]
+                      for label, v, row_ratio in rows)  # fmt: skip
+    cols = ["size", "path", "calls", "p50 ms", "p95 ms", "p99 ms", "median of round p50s", "HTTP / this (p50, p99)"]
+    lines += table(cols, side_rows, "rlrrrrrl")
     lines += ["", "## Where one request's time goes (1 client, p50s)", ""]
     for s in results["sizes"]:
         b = s.get("breakdown")
@@ -651,43 +643,34 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"Other processes used {fmt(s['inprocess'].get('cpu', {}).get('other_cores'))} cores during the "
                 "in-process timing."
             )
-    lines += ["", "## Targets (2-core machine)", "", "| target | measured ms | met |", "| --- | ---: | :---: |"]
-    for t in results["targets"]:
-        met = "not measured" if t["met"] is None else ("yes" if t["met"] else "**no**")
-        lines.append(f"| {t['target']} | {fmt(t['measured_ms'])} | {met} |")
+    lines += ["", "## Targets (2-core machine)", ""]
+    lines += targets_table(results["targets"])
     lines += [
         "",
         "## Query cache",
         "",
-        "| size | distinct questions | requests to the server | questions sent more than once | "
-        "timed requests that could have hit the 1,024-entry cache |",
-        "| ---: | ---: | ---: | ---: | ---: |",
     ]
-    for s in results["sizes"]:
-        qc = s["query_cache"]
-        lines.append(
-            f"| {s['size']:,} | {qc['distinct_questions']:,} | {qc['requests_to_server']:,} | "
-            f"{qc['questions_sent_more_than_once']:,} | {qc['possible_cache_hits_timed']:,} "
-            f"({100 * qc['possible_cache_hit_share']:.1f}%) |"
-        )
-    lines += [
-        "",
-        "## Stores and server",
-        "",
-        "| size | load s | check ok | on disk MB | server start s (to /health) | first request ms | "
-        "RSS MB idle / end / peak | stop |",
-        "| ---: | ---: | :---: | ---: | ---: | ---: | --- | --- |",
-    ]
-    for s in results["sizes"]:
-        st_ = s["store"]
-        stop = s.get("server_stop", {})
-        lines.append(
-            f"| {s['size']:,} | {fmt(st_['load_seconds'], 1)} | {st_['check_ok']} | {fmt(st_.get('disk_mb'), 1)} | "
-            f"{fmt(s.get('server_start_seconds'))} | {fmt(s.get('warmup_ms', {}).get('first_request'), 0)} | "
-            f"{fmt(s.get('server_rss_mb_idle'), 0)} / {fmt(s.get('server_rss_mb_end'), 0)} / "
-            f"{fmt(s.get('server_peak_rss_mb'), 0)} | {stop.get('signal')} in {stop.get('seconds')} s, "
-            f"exit {stop.get('returncode')} |"
-        )
+    qcs = [(s["size"], s["query_cache"]) for s in results["sizes"]]
+    lines += table(["size", "distinct questions", "requests to the server", "questions sent more than once",
+                    "timed requests that could have hit the 1,024-entry cache"], ([
+        f"{size:,}", f"{qc['distinct_questions']:,}", f"{qc['requests_to_server']:,}",
+        f"{qc['questions_sent_more_than_once']:,}",
+        f"{qc['possible_cache_hits_timed']:,} ({100 * qc['possible_cache_hit_share']:.1f}%)",
+    ] for size, qc in qcs), "rrrrr")  # fmt: skip
+
+    def store_row(s: dict[str, Any]) -> list[Any]:
+        st_, stop = s["store"], s.get("server_stop", {})
+        return [
+            f"{s['size']:,}", fmt(st_["load_seconds"], 1), st_["check_ok"], fmt(st_.get("disk_mb"), 1),
+            fmt(s.get("server_start_seconds")), fmt(s.get("warmup_ms", {}).get("first_request"), 0),
+            " / ".join(fmt(s.get(k), 0) for k in ("server_rss_mb_idle", "server_rss_mb_end", "server_peak_rss_mb")),
+            f"{stop.get('signal')} in {stop.get('seconds')} s, exit {stop.get('returncode')}",
+        ]  # fmt: skip
+
+    lines += ["", "## Stores and server", ""]
+    cols = ["size", "load s", "check ok", "on disk MB", "server start s (to /health)", "first request ms",
+            "RSS MB idle / end / peak", "stop"]  # fmt: skip
+    lines += table(cols, (store_row(s) for s in results["sizes"]), "rrcrrr")
     if results.get("notes"):
         lines += ["", "Notes:", ""] + [f"- {n}" for n in results["notes"]]
     return "\n".join(lines) + "\n"

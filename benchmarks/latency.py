@@ -66,7 +66,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, read_results, save_figure, table, targets_table, write_json, write_report
 from benchmarks.harness.stats import percentiles, summarise_rounds
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
@@ -691,9 +691,8 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "## Recall latency (ms)",
         "",
-        "| size | mode | calls | p50 | p95 | p99 | median of round p50s | p50 / p99 vs baseline |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
+    rows = []
     for s in results["sizes"]:
         modes = s["recall"]["modes"]
         for mode in ("recall+embed", "recall", "index", "index.bm25", "index.vectors", "embed",
@@ -703,27 +702,24 @@ def render_markdown(results: dict[str, Any]) -> str:
                 continue
             base = modes.get(COMPARE.get(mode, ""))
             vs = f"{ratio(r, base, 'p50')} / {ratio(r, base, 'p99')} of {COMPARE[mode]}" if mode in COMPARE else ""
-            lines.append(
-                f"| {s['size']:,} | {mode} | {r['n']} | {fmt(r['p50'])} | {fmt(r['p95'])} | {fmt(r['p99'])} | "
-                f"{fmt(r['median_round_p50'])} | {vs} |"
-            )
+            cells = (fmt(r[p]) for p in ("p50", "p95", "p99", "median_round_p50"))
+            rows.append([f"{s['size']:,}", mode, r["n"], *cells, vs])
+    cols = ["size", "mode", "calls", "p50", "p95", "p99", "median of round p50s", "p50 / p99 vs baseline"]
+    lines += table(cols, rows, "rlrrrrrl")
     lines += ["", "Modes:", ""]
     lines += [f"- `{k}`: {v.strip()}" for k, v in MODE_TEXT.items()]
     lines += [
         "",
         "## Where recall time goes (from the p50s above, no profiler)",
         "",
-        "| size | embed | BM25 | vectors | recall without embedding minus index (ranking, filtering, glue) "
-        "| recall+embed |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for s in results["sizes"]:
-        md = s["recall"]["modes"]
-        rest = md["recall"]["p50"] - md["index"]["p50"]
-        lines.append(
-            f"| {s['size']:,} | {fmt(md['embed']['p50'])} | {fmt(md['index.bm25']['p50'])} | "
-            f"{fmt(md['index.vectors']['p50'])} | {fmt(rest)} | {fmt(md['recall+embed']['p50'])} |"
-        )
+    cols = ["size", "embed", "BM25", "vectors", "recall without embedding minus index (ranking, filtering, glue)",
+            "recall+embed"]  # fmt: skip
+    by_size = {s["size"]: s["recall"]["modes"] for s in results["sizes"]}
+    lines += table(cols, ([
+        f"{size:,}", *(fmt(m[mode]["p50"]) for mode in ("embed", "index.bm25", "index.vectors")),
+        fmt(m["recall"]["p50"] - m["index"]["p50"]), fmt(m["recall+embed"]["p50"]),
+    ] for size, m in by_size.items()), "rrrrrr")  # fmt: skip
     prof = results.get("profile")
     if prof:
         lines += [
@@ -734,13 +730,10 @@ def render_markdown(results: dict[str, Any]) -> str:
             "access-count writer, shows only as time the recall thread waited; DuckDB time is inside the part "
             "that makes the call):",
             "",
-            "| part | ms per recall | share |",
-            "| --- | ---: | ---: |",
         ]
-        lines += [
-            f"| {p['part']} | {fmt(p['ms_per_recall'], 3)} | {fmt(100 * (p['share'] or 0), 1)}% |"
-            for p in prof["parts"]
-        ]
+        lines += table(["part", "ms per recall", "share"], ([
+            p["part"], fmt(p["ms_per_recall"], 3), f"{fmt(100 * (p['share'] or 0), 1)}%",
+        ] for p in prof["parts"]), "lrr")  # fmt: skip
     if prof and prof.get("stages"):
         lines += [
             "",
@@ -748,25 +741,22 @@ def render_markdown(results: dict[str, Any]) -> str:
             "of the `agentmem.recall` logger (agentmem.recall.timing; candidates include the query embedding and "
             "both index searches):",
             "",
-            "| stage | mean ms | p50 ms |",
-            "| --- | ---: | ---: |",
         ]
-        lines += [f"| {r['stage']} | {fmt(r['mean_ms'], 3)} | {fmt(r['p50_ms'], 3)} |" for r in prof["stages"]]
+        lines += table(["stage", "mean ms", "p50 ms"],
+                       ([r["stage"], fmt(r["mean_ms"], 3), fmt(r["p50_ms"], 3)] for r in prof["stages"]), "lrr")
     lines += [
         "",
         "## Stores",
         "",
-        "| size | load (import_lines) s | check ok | HNSW recall@n vs exact | top-10 overlap with brute force "
-        "| load average before / after timing |",
-        "| ---: | ---: | :---: | ---: | ---: | --- |",
     ]
-    for s in results["sizes"]:
-        st, sa = s["store"], s["recall"]["sanity"]
-        load = f"{s.get('loadavg_before', ['-'])[0]} / {s.get('loadavg_after', ['-'])[0]}"
-        lines.append(
-            f"| {s['size']:,} | {fmt(st['load_seconds'], 1)} | {st['check_ok']} | "
-            f"{fmt(sa['hnsw_recall_at_n_vs_exact'], 3)} | {fmt(sa['top10_overlap_with_brute_force'], 3)} | {load} |"
-        )
+    cols = ["size", "load (import_lines) s", "check ok", "HNSW recall@n vs exact", "top-10 overlap with brute force",
+            "load average before / after timing"]  # fmt: skip
+    lines += table(cols, ([
+        f"{s['size']:,}", fmt(s["store"]["load_seconds"], 1), s["store"]["check_ok"],
+        fmt(s["recall"]["sanity"]["hnsw_recall_at_n_vs_exact"], 3),
+        fmt(s["recall"]["sanity"]["top10_overlap_with_brute_force"], 3),
+        f"{s.get('loadavg_before', ['-'])[0]} / {s.get('loadavg_after', ['-'])[0]}",
+    ] for s in results["sizes"]), "rrcrrl")  # fmt: skip
     emb = results.get("corpus_embedding") or {}
     if emb.get("texts_per_second"):
         lines += [
@@ -785,32 +775,29 @@ def render_markdown(results: dict[str, Any]) -> str:
             f"{fmt(lat['p50'])} ms, p95 {fmt(lat['p95'])} ms, p99 {fmt(lat['p99'])} ms "
             f"(new texts are embedded inside the call). Check ok afterwards: {rem['check_ok_after']}.",
             "",
-            "| intended | outcome | count |",
-            "| --- | --- | ---: |",
-        ]
-        lines += [f"| {r['intended']} | {r['outcome']} | {r['count']} |" for r in rem["intended_vs_outcome"]]
-        lines += ["", "| outcome | calls | p50 ms | p95 ms | p99 ms |", "| --- | ---: | ---: | ---: | ---: |"]
-        for k, v in sorted(rem["latency_ms_by_outcome"].items()):
-            lines.append(f"| {k} | {v['n']} | {fmt(v['p50'])} | {fmt(v['p95'])} | {fmt(v['p99'])} |")
+            *table(["intended", "outcome", "count"],
+                   ([r["intended"], r["outcome"], r["count"]] for r in rem["intended_vs_outcome"]), "llr"),
+            "",
+            *table(["outcome", "calls", "p50 ms", "p95 ms", "p99 ms"],
+                   ([k, v["n"], *(fmt(v[p]) for p in ("p50", "p95", "p99"))]
+                    for k, v in sorted(rem["latency_ms_by_outcome"].items())), "lrrrr"),
+        ]  # fmt: skip
     rb = results.get("rebuild")
     if rb:
         lines += [
             "",
             f"## Rebuild at {rb['size']:,} ({rb['latest_active']:,} latest memories)",
             "",
-            "| what | seconds | check ok |",
-            "| --- | ---: | :---: |",
-            f"| `mem.rebuild()` (BM25 + vectors from DuckDB, no re-embedding) | {rb['rebuild_seconds']} "
-            f"| {rb['rebuild_check_ok']} |",
-            f"| close | {rb['close_seconds']} | |",
-            f"| open with indexes present | {rb['warm_open_seconds']} | |",
-            f"| cold open: `index/` deleted, `Memory(...)` rebuilds | {rb['cold_open_seconds']} "
-            f"| {rb['cold_open_check_ok']} |",
-        ]
-    lines += ["", "## Targets (2-core machine)", "", "| target | measured ms | met |", "| --- | ---: | :---: |"]
-    for t in results["targets"]:
-        met = "not measured" if t["met"] is None else ("yes" if t["met"] else "**no**")
-        lines.append(f"| {t['target']} | {fmt(t['measured_ms'])} | {met} |")
+            *table(["what", "seconds", "check ok"], [
+                ["`mem.rebuild()` (BM25 + vectors from DuckDB, no re-embedding)", rb["rebuild_seconds"],
+                 rb["rebuild_check_ok"]],
+                ["close", rb["close_seconds"], ""],
+                ["open with indexes present", rb["warm_open_seconds"], ""],
+                ["cold open: `index/` deleted, `Memory(...)` rebuilds", rb["cold_open_seconds"],
+                 rb["cold_open_check_ok"]],
+            ], "lrc"),
+        ]  # fmt: skip
+    lines += ["", "## Targets (2-core machine)", "", *targets_table(results["targets"], fmt)]
     notes = list(results.get("notes") or [])
     cpus = m.get("cpu_count") or 1
     busy = [

@@ -49,7 +49,7 @@ from benchmarks.harness.datasets import LOCOMO
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
@@ -293,31 +293,26 @@ def render_markdown(res: dict[str, Any]) -> str:
         "turn, from the top 50 turns); session recall@k is the fraction of the question's evidence sessions among "
         "the top k sessions, as published session-level LoCoMo figures count.",
         "",
-        "| system | recall@5 | recall@10 | any@5 | any@10 | adversarial recall@10 | session recall@5 "
-        "| session recall@10 |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, s in sy.items():
+
+    def overall(name: str, s: dict[str, Any]) -> list[Any]:
         o, adv = s["overall (categories 1-4)"], s["by_category"]["adversarial"]
-        bold = "**" if name == res["default"] else ""
-        lines.append(
-            f"| {bold}{name}{bold} | {o['recall@5']} | {o['recall@10']} | {o['any@5']} | {o['any@10']} "
-            f"| {adv['recall@10']} | {o.get('session_recall@5', '')} | {o.get('session_recall@10', '')} |"
-        )
+        return [f"**{name}**" if name == res["default"] else name, o["recall@5"], o["recall@10"], o["any@5"],
+                o["any@10"], adv["recall@10"], o.get("session_recall@5", ""), o.get("session_recall@10", "")]
+
+    cols = ["system", "recall@5", "recall@10", "any@5", "any@10", "adversarial recall@10", "session recall@5",
+            "session recall@10"]  # fmt: skip
+    lines += table(cols, (overall(name, s) for name, s in sy.items()), "l" + "r" * 7)
     lines += ["", "Per category, recall@5 / recall@10:", ""]
     cats = list(next(iter(sy.values()))["by_category"])
-    lines.append(
-        "| system | " + " | ".join(f"{c} (n={sy[res['default']]['by_category'][c]['n']})" for c in cats) + " |"
-    )
-    lines.append("| --- |" + " --- |" * len(cats))
-    for name, s in sy.items():
-        cells = [f"{s['by_category'][c]['recall@5']} / {s['by_category'][c]['recall@10']}" for c in cats]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += table(["system", *(f"{c} (n={sy[res['default']]['by_category'][c]['n']})" for c in cats)],
+                   ([name, *(f"{s['by_category'][c]['recall@5']} / {s['by_category'][c]['recall@10']}" for c in cats)]
+                    for name, s in sy.items()))  # fmt: skip
     tm = res["timing"]
-    lines += ["", "Timing (this machine):", "", "| variant | ingest s (all conversations) | recall ms (mean) |"]
-    lines.append("| --- | ---: | ---: |")
-    for name, t in tm["per_variant"].items():
-        lines.append(f"| {name} | {t['ingest_seconds_total']} | {t['recall_ms_mean']} |")
+    lines += ["", "Timing (this machine):", ""]
+    lines += table(["variant", "ingest s (all conversations)", "recall ms (mean)"],
+                   ([name, t["ingest_seconds_total"], t["recall_ms_mean"]] for name, t in tm["per_variant"].items()),
+                   "lrr")  # fmt: skip
     m = res["machine"]
     lines += [
         "",

@@ -73,7 +73,7 @@ from benchmarks.harness.datasets import LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, read_results, row, save_figure, table, write_json, write_report
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
@@ -567,17 +567,12 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         f"Default: **{res['default']}**. Target: R@5 {TARGET['r5']}, R@10 {TARGET['r10']}, NDCG@10 {TARGET['ndcg10']}.",
         "",
-        "| system | R@5 | R@10 | NDCG@10 | NDCG@10 (lme) | recall_all@10 |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, s in sy.items():
-        o = s["overall"]
-        bold = "**" if name in (res["default"], res["baseline"]) else ""
-        lines.append(
-            f"| {bold}{name}{bold} | {o['r5']} | {o['r10']} | {o['ndcg10']} | {o['ndcg10_lme']} | {o['rall10']} |"
-        )
-    for name, p in res["published"].items():
-        lines.append(f"| {name} | {p['r5']} | {p['r10']} | {p['ndcg10']} | | |")
+    metrics = ("r5", "r10", "ndcg10", "ndcg10_lme", "rall10")
+    rows = [[bold(name, name in (res["default"], res["baseline"])), *(s["overall"][m] for m in metrics)]
+            for name, s in sy.items()]  # fmt: skip
+    rows += [[name, p["r5"], p["r10"], p["ndcg10"], "", ""] for name, p in res["published"].items()]
+    lines += table(["system", "R@5", "R@10", "NDCG@10", "NDCG@10 (lme)", "recall_all@10"], rows, "lrrrrr")
     lines += ["", *halves_table(res), "", *cv_table(res)]
     lines += ["", *variant_table(res), "", *type_table(res), "", *NOTES]
     tm = res["timing"]
@@ -585,11 +580,10 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         "Timing (this machine):",
         "",
-        "| run | ingest s (all questions) | recall ms (mean) | memories / question |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    for name, t in tm["per_run"].items():
-        lines.append(f"| {name} | {t['ingest_seconds_total']} | {t['recall_ms_mean']} | {t['memories_per_question']} |")
+        *table(["run", "ingest s (all questions)", "recall ms (mean)", "memories / question"],
+               ([name, t["ingest_seconds_total"], t["recall_ms_mean"], t["memories_per_question"]]
+                for name, t in tm["per_run"].items()), "lrrr"),
+    ]  # fmt: skip
     lines += [
         "",
         f"Embedding this run: {tm['texts_embedded_this_run']} new texts in {tm['embedding_seconds']} s "
@@ -617,25 +611,28 @@ def halves_table(res: dict[str, Any]) -> list[str]:
         "Per part and overall, R@5 / R@10 / NDCG@10 (each part a data file; the choices are those of the "
         "cross-validation below):",
         "",
-        "| system | " + " | ".join(f"{h} (n={n[h]})" for h in halves) + f" | all (n={res['scored']}) |",
-        "| --- |" + " --- |" * (len(halves) + 1),
-    ]
-    for name in names:
-        cells = [halves[h][name]["overall"] for h in halves] + [res["systems"][name]["overall"]]
-        bold = "**" if name == res["default"] else ""
-        lines.append(
-            f"| {bold}{name}{bold} | " + " | ".join(f"{o['r5']} / {o['r10']} / {o['ndcg10']}" for o in cells) + " |"
-        )
+        *table(["system", *(f"{h} (n={n[h]})" for h in halves), f"all (n={res['scored']})"], (
+            [bold(name, name == res["default"]), *(three(o) for o in
+             [*(halves[h][name]["overall"] for h in halves), res["systems"][name]["overall"]])]
+            for name in names
+        )),
+    ]  # fmt: skip
     t = "temporal-reasoning"
     if all(t in halves[h][res["baseline"]]["by_type"] for h in halves):
-        head = "| system | " + " | ".join(halves) + " | all |"
-        lines += ["", f"{t}, NDCG@10 per part and overall:", "", head, "| --- |" + " ---: |" * (len(halves) + 1)]
-        for name in names:
-            cells = [halves[h][name]["by_type"][t]["ndcg10"] for h in halves] + [
-                res["systems"][name]["by_type"][t]["ndcg10"]
-            ]
-            lines.append(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
+        lines += ["", f"{t}, NDCG@10 per part and overall:", ""]
+        lines += table(["system", *halves, "all"], ([name, *(halves[h][name]["by_type"][t]["ndcg10"] for h in halves),
+                                                     res["systems"][name]["by_type"][t]["ndcg10"]] for name in names),
+                       "l" + "r" * (len(halves) + 1))  # fmt: skip
     return lines
+
+
+def bold(name: str, yes: bool) -> str:
+    return f"**{name}**" if yes else name
+
+
+def three(o: dict[str, Any]) -> str:
+    """R@5 / R@10 / NDCG@10, one cell."""
+    return f"{o['r5']} / {o['r10']} / {o['ndcg10']}"
 
 
 def cv_table(res: dict[str, Any]) -> list[str]:
@@ -647,16 +644,15 @@ def cv_table(res: dict[str, Any]) -> list[str]:
         f"Cross-validation over the default cut's settings (roll-up x recall variant), picked by {cv['metric']} "
         "on one part and scored on the other, R@5 / NDCG@10:",
         "",
-        "| picked on | choice | on the part it was picked on | on the other part | default there | baseline there |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for f in cv["folds"]:
 
-        def cell(o: dict[str, float]) -> str:
-            return f"{o['r5']} / {o['ndcg10']}"
+    def cell(o: dict[str, float]) -> str:
+        return f"{o['r5']} / {o['ndcg10']}"
 
-        lines.append(f"| {f['chosen_on']} | {f['choice']} | {cell(f['choice_on_train'])} | {cell(f['choice_on_test'])} "
-                     f"| {cell(f['default_on_test'])} | {cell(f['baseline_on_test'])} |")  # fmt: skip
+    cols = ["picked on", "choice", "on the part it was picked on", "on the other part", "default there",
+            "baseline there"]  # fmt: skip
+    parts = ("choice_on_train", "choice_on_test", "default_on_test", "baseline_on_test")
+    lines += table(cols, ([f["chosen_on"], f["choice"], *(cell(f[p]) for p in parts)] for f in cv["folds"]), "llrrrr")
     lines += ["", "Spread between the parts (first minus second), R@5 / NDCG@10: " + "; ".join(
         f"{name}: {d['r5']:+} / {d['ndcg10']:+}" for name, d in cv["spread_between_parts"].items())]  # fmt: skip
     return lines
@@ -668,17 +664,15 @@ def variant_table(res: dict[str, Any]) -> list[str]:
     lines = [
         "Variants, R@5 / R@10 / NDCG@10 (one store per cut and kind; currentness=0 asks the default store again):",
         "",
-        "| cut [kind] | " + " | ".join(ROLLUPS) + " |",
-        "| --- |" + " --- |" * len(ROLLUPS),
     ]
-    for r in rows:
-        cells = []
-        for how in ROLLUPS:
-            o = res["systems"].get(f"{r} / {how}", {}).get("overall")
-            cells.append(f"{o['r5']} / {o['r10']} / {o['ndcg10']}" if o else "")
-        lines.append(f"| {r} | " + " | ".join(cells) + " |")
+
+    def cell(name: str) -> str:
+        o = res["systems"].get(name, {}).get("overall")
+        return three(o) if o else ""
+
+    lines += table(["cut [kind]", *ROLLUPS], ([r, *(cell(f"{r} / {how}") for how in ROLLUPS)] for r in rows))
     b = res["systems"][res["baseline"]]["overall"]
-    lines.append(f"| baseline (BM25 sessions + MiniLM user turns, RRF) | {b['r5']} / {b['r10']} / {b['ndcg10']} | | |")
+    lines.append(row(["baseline (BM25 sessions + MiniLM user turns, RRF)", three(b), "", ""]))
     return lines
 
 
@@ -690,13 +684,9 @@ def type_table(res: dict[str, Any]) -> list[str]:
     lines = [
         "Per question type, R@5 / R@10 / NDCG@10:",
         "",
-        "| system | " + " | ".join(f"{t} (n={sy[res['baseline']]['by_type'][t]['n']})" for t in types) + " |",
-        "| --- |" + " --- |" * len(types),
+        *table(["system", *(f"{t} (n={sy[res['baseline']]['by_type'][t]['n']})" for t in types)],
+               ([n, *(three(sy[n]["by_type"][t]) for t in types)] for n in names)),
     ]
-    for n in names:
-        bt = sy[n]["by_type"]
-        cells = [f"{bt[t]['r5']} / {bt[t]['r10']} / {bt[t]['ndcg10']}" for t in types]
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return lines
 
 

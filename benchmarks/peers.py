@@ -54,7 +54,7 @@ from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B, Corp
 from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
 SYSTEMS = ("agentmem", "mem0", "chromadb", "langgraph")
@@ -637,6 +637,19 @@ def ratio_text(a: float | None, b: float | None) -> str:
     return "-" if not a or not b else f"{a / b:.2f}"
 
 
+def system_row(n: str, r: dict[str, Any]) -> list[Any]:
+    """A system's cells in a row's table: what it held, adds/s, add and search latency, RSS growth."""
+    label = f"**{n}**" if n == "agentmem" else n
+    if "skipped" in r:
+        return [label, f"skipped: {r['skipped']}", "", "", "", ""]
+    v = f" {r['version']}" if r.get("version") and n != "agentmem" else ""
+    return [
+        f"{label}{v}", f"{r['held_at_search']:,}", fmt(r["adds_per_second"]),
+        f"{fmt(r['add_ms'].get('p50'))} / {fmt(r['add_ms'].get('p95'))}",
+        f"{fmt(r['search_ms'].get('p50'), 2)} / {fmt(r['search_ms'].get('p95'), 2)}", fmt(r["rss_growth_mb"], 0),
+    ]  # fmt: skip
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     lines = ["# Peers side by side: agentmem, mem0, chromadb, LangGraph InMemoryStore", ""]
     s = results["settings"]
@@ -652,23 +665,9 @@ def render_markdown(results: dict[str, Any]) -> str:
         lines.append("")
         lines.append(row["how"])
         lines.append("")
-        lines.append("| system | held at search | adds/s | add p50 / p95 ms | search p50 / p95 ms | RSS growth MB |")
-        lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
         sysres = row["systems"]
-        for n, r in sysres.items():
-            if n.startswith("_"):
-                continue
-            label = f"**{n}**" if n == "agentmem" else n
-            if "skipped" in r:
-                lines.append(f"| {label} | skipped: {r['skipped']} | | | | |")
-                continue
-            v = f" {r['version']}" if r.get("version") and n != "agentmem" else ""
-            lines.append(
-                f"| {label}{v} | {r['held_at_search']:,} | {fmt(r['adds_per_second'])} | "
-                f"{fmt(r['add_ms'].get('p50'))} / {fmt(r['add_ms'].get('p95'))} | "
-                f"{fmt(r['search_ms'].get('p50'), 2)} / {fmt(r['search_ms'].get('p95'), 2)} | "
-                f"{fmt(r['rss_growth_mb'], 0)} |"
-            )
+        cols = ["system", "held at search", "adds/s", "add p50 / p95 ms", "search p50 / p95 ms", "RSS growth MB"]
+        lines += table(cols, (system_row(n, r) for n, r in sysres.items() if not n.startswith("_")), "lrrrrr")
         a = sysres.get("agentmem", {})
         peers = [n for n, r in sysres.items() if not n.startswith("_") and n != "agentmem" and "skipped" not in r]
         if "skipped" not in a and peers:

@@ -64,7 +64,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
-from benchmarks.harness.report import pyplot, read_results, save_figure, write_json, write_report
+from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
 from benchmarks.time_parsing import questions
 
 NAME = "recall_ab"
@@ -554,30 +554,23 @@ def fmt(v: Any, signed: bool = False) -> str:
 def render_table(results: dict[str, Any], key: str, names: Sequence[str]) -> list[str]:
     """One Markdown table of `results[key]` (wall or CPU milliseconds) by mode and query kind."""
     two = len(names) == 2
-    head = "| mode | queries | n | " + " | ".join(f"{n} p50 | {n} p90 | {n} p99" for n in names)
-    rule = "| --- | --- | ---: | " + " | ".join("---: | ---: | ---:" for _ in names)
+    cols = ["mode", "queries", "n", *(f"{n} p{q}" for n in names for q in (50, 90, 99))]
     if two:
-        head += " | Δ p50 | Δ p90 | Δ p99 | ratio p50 | paired Δ median [95% CI] |"
-        rule += " | ---: | ---: | ---: | ---: | ---: |"
-    else:
-        head, rule = head + " |", rule + " |"
-    lines = [head, rule]
+        cols += ["Δ p50", "Δ p90", "Δ p99", "ratio p50", "paired Δ median [95% CI]"]
+    rows = []
     for mode in MODES:
         for kind in KINDS:
             e = results[key][mode][kind]
             if not e["new"]["n"]:
                 continue
-            cells = " | ".join(f"{fmt(e[n]['p50'])} | {fmt(e[n]['p90'])} | {fmt(e[n]['p99'])}" for n in names)
-            row = f"| {mode} | {KIND_TEXT[kind]} | {e['new']['n']} | {cells} |"
+            row = [mode, KIND_TEXT[kind], e["new"]["n"], *(fmt(e[n][p]) for n in names for p in ("p50", "p90", "p99"))]
             if two:
                 d, r, p = e["delta"], e["ratio"], e["paired"]
                 ci = f"[{fmt(p['ci95_ms'][0], True)}, {fmt(p['ci95_ms'][1], True)}]"
-                row += (
-                    f" {fmt(d['p50'], True)} | {fmt(d['p90'], True)} | {fmt(d['p99'], True)} | {fmt(r['p50'])}"
-                    f" | {fmt(p['median_ms'], True)} {ci} |"
-                )
-            lines.append(row)
-    return lines
+                row += [*(fmt(d[q], True) for q in ("p50", "p90", "p99")), fmt(r["p50"])]
+                row.append(f"{fmt(p['median_ms'], True)} {ci}")
+            rows.append(row)
+    return table(cols, rows, "llr" + "r" * (len(cols) - 3))
 
 
 def render_markdown(results: dict[str, Any]) -> str:
@@ -644,14 +637,11 @@ def render_markdown(results: dict[str, Any]) -> str:
             "Cumulative CPU ms per recall of the functions of agentmem/ and indexes/ that grew most (the profiler"
             " inflates Python-heavy code against the unprofiled figures above):",
             "",
-            "| function | new ms | baseline ms | growth ms | calls per recall (new) |",
-            "| --- | ---: | ---: | ---: | ---: |",
-        ]
-        for g in growth:
-            lines.append(
-                f"| `{g['file']}:{g['function']}` | {fmt(g['new_ms'])} | {fmt(g['baseline_ms'])} "
-                f"| {fmt(g['growth_ms'], True)} | {g['new_calls']} |"
-            )
+            *table(["function", "new ms", "baseline ms", "growth ms", "calls per recall (new)"], ([
+                f"`{g['file']}:{g['function']}`", fmt(g["new_ms"]), fmt(g["baseline_ms"]), fmt(g["growth_ms"], True),
+                g["new_calls"],
+            ] for g in growth), "lrrrr"),
+        ]  # fmt: skip
     loaded = ", ".join(f"{n} {sides[n]['store']['load_seconds']} s" for n in names if "store" in sides[n])
     lines += [
         "",

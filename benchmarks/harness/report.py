@@ -98,3 +98,25 @@ def part_tables(summary: dict[str, Any], labels: dict[str, str], systems: Iterab
         rows = ([name, *(f"{s[name][m]['pct']} (n={s[name][m]['n']})" for m in labels)] for name in names or s)
         lines += [f"**{part}**", "", *table(["system", *labels.values()], rows, "l" + "r" * len(labels)), ""]
     return lines
+
+
+def fmt(v: Any, nd: int = 2) -> str:
+    """A table cell of a figure: `-` for None, floats to `nd` places and ints with thousands separators."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:,.{nd}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def met(v: bool | None, unknown: str = "-") -> str:
+    """A target's cell: yes, **no**, or `unknown` when it was not measured."""
+    return unknown if v is None else ("yes" if v else "**no**")
+
+
+def targets_table(targets: Iterable[dict[str, Any]], number: Callable[[Any], str] = fmt) -> list[str]:
+    """The targets' table: each target, what was measured (ms, as `number` writes it) and whether it was met."""
+    rows = ([t["target"], number(t["measured_ms"]), met(t["met"], "not measured")] for t in targets)
+    return table(["target", "measured ms", "met"], rows, "lrc")
