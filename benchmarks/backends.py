@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -63,8 +62,9 @@ from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
 from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
+from benchmarks.harness.server import stop_on_sigterm
 
 NAME = "backends"
 BACKENDS = ("embedded", "postgres")
@@ -505,7 +505,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--size", type=int, default=10_000, help="memories preloaded into each store (%(default)s)")
     p.add_argument("--nodes", default="1,2,3", help="PostgreSQL node counts, comma separated (%(default)s)")
     p.add_argument("--clients", default="3,6", help="client processes, comma separated (%(default)s)")
@@ -520,11 +520,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-http", action="store_true", help="only the recall part")
     p.add_argument("--skip-recall", action="store_true", help="only the HTTP part")
     p.add_argument("--quick", action="store_true", help="2k store, 3 clients, 3 s windows, 5 questions, 1 conversation")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR, help="the embedding caches (default %(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the servers' folders go (default: temp)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.quick:
         args.size, args.clients, args.repeats, args.duration, args.max_requests = 2000, "3", 1, 3.0, 500
@@ -546,10 +542,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def _terminate(signum: int, _frame: Any) -> None:  # finally blocks stop the servers and PostgreSQL
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminate)
+    stop_on_sigterm()
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     started = time.perf_counter()
     notes: list[str] = []

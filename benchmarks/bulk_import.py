@@ -42,7 +42,7 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA
 from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
@@ -163,14 +163,12 @@ def plot(res: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA)
     p.add_argument("--size", type=int, default=10_000, help="memories imported per round (%(default)s)")
     p.add_argument("--chunk", type=int, default=2000, help="memories per export file (%(default)s)")
     p.add_argument("--rounds", type=int, default=3, help="rounds per backend (%(default)s)")
     p.add_argument("--quick", action="store_true", help="2,000 memories, 1 round")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (%(default)s)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR, help="the embedding caches (default %(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     args = p.parse_args(argv)
     if args.quick:
         args.size, args.rounds = 2000, 1

@@ -49,7 +49,6 @@ from benchmarks.factgen import generate
 from benchmarks.harness.cli import parser, progress, say
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import RESULTS
 from benchmarks.harness.report import pyplot, save_figure, table, write_results
 
 PROJECT = "shop"
@@ -224,7 +223,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser("changing_facts", __doc__)
     p.add_argument("--data-file", type=Path, default=DATA_FILE)
     p.add_argument("-k", type=int, default=5)
-    p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-keys", action="store_true", help="skip the row where every claim carries its fact id as key")
     add_arguments(p, cache_dir=False)
     args = p.parse_args(argv)

@@ -36,7 +36,7 @@ from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model
 from benchmarks.harness.cli import parser, say
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import REPO_ROOT, RESULTS
+from benchmarks.harness.paths import REPO_ROOT
 from benchmarks.harness.report import pyplot, save_figure, table, write_results
 from benchmarks.sick import BASE_COMMIT, decide_at, fires
 
@@ -130,7 +130,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser("claim_pairs", __doc__)
     p.add_argument("--data-file", type=Path, action="append", help="a JSON Lines file of pairs (repeatable); "
                    "default: the dev and test sets in data/")  # fmt: skip
-    p.add_argument("--out", type=Path, default=RESULTS)
     add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()

@@ -50,7 +50,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -93,8 +92,9 @@ from benchmarks.harness.clock import machine_busy_seconds
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
 from benchmarks.harness.report import write_json, write_report
+from benchmarks.harness.server import stop_on_sigterm
 
 NAME = "concurrency"
 DEFAULT_BASELINE = "62ce809"  # the commit before the group-commit work
@@ -412,7 +412,7 @@ def bench_size(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--baseline", default=DEFAULT_BASELINE, help="the commit to compare with (default %(default)s)")
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated (default %(default)s)")
     p.add_argument("--clients", default="1,4,8,16", help="client processes, comma separated (default %(default)s)")
@@ -433,11 +433,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-inprocess", action="store_true", help="only the HTTP rounds")
     p.add_argument("--rebuild-stores", action="store_true", help="build the preloaded stores again")
     p.add_argument("--quick", action="store_true", help="size 2000, 1 and 8 clients, 3 s windows: a fast check")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR / NAME, help="stores and baseline worktree (%(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the per-run copies go (default: temp)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.clients, args.duration, args.max_requests = "2000", "1,8", 3.0, 500
@@ -461,10 +457,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def _terminate(signum: int, _frame: Any) -> None:  # finally blocks stop the servers
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminate)
+    stop_on_sigterm()
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="agentmem-concurrency-", dir=args.work_dir))

@@ -31,7 +31,7 @@ from typing import Any
 
 from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import REPO_ROOT, RESULTS
+from benchmarks.harness.paths import REPO_ROOT
 from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 
 PAIRS = REPO_ROOT / "data" / "currentness_natural.jsonl"
@@ -129,7 +129,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--against", default=DEFAULT_AGAINST, help="baseline commit (a git worktree of it is used)")
     p.add_argument("--noise", type=int, nargs="+", default=[0, 20], help="unrelated memories per project")
     p.add_argument("--pairs", type=Path, default=PAIRS)
-    p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     items = [i for i in load(args.pairs) if args.half == "all" or i["half"] == args.half]
     distractors = [d["text"] for d in load(DISTRACTORS)]

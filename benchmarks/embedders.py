@@ -30,7 +30,7 @@ import numpy as np
 from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
@@ -95,13 +95,11 @@ def token_count(texts: Sequence[str]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA)
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds per backend and thread count (2)")
     p.add_argument("--threads", default="1,2", help="intra-op thread counts, comma separated (1,2)")
     p.add_argument("--queries", type=int, default=300, help="questions embedded one at a time per round (300)")
     p.add_argument("--texts", type=int, default=1000, help="corpus texts embedded in batches per round (1000)")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # one round, in its own process
     args = p.parse_args(argv)
     if args.worker:

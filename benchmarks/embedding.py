@@ -31,7 +31,7 @@ import numpy as np
 from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.embedder import VectorCache
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import CACHE_DIR, RESULTS
+from benchmarks.harness.paths import CACHE_DIR
 from benchmarks.harness.report import table, write_results
 from indexes.embed import MINILM_NAME, SentenceTransformerEmbedder
 from indexes.onnx_embed import EMBEDDERS, OnnxEmbedder
@@ -159,7 +159,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--against", choices=KINDS, default="torch", help="the reference kind (default torch)")
     p.add_argument("--embedder", choices=KINDS, default="onnx", help="the kind compared (default onnx)")
     p.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
-    p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     a, b = vector_cache(args.embedder, cache_dir=args.cache_dir), vector_cache(args.against, cache_dir=args.cache_dir)
     say(f"{args.embedder}: {len(a)} cached vectors; {args.against}: {len(b)}")

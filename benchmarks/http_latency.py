@@ -41,7 +41,6 @@ import multiprocessing as mp
 import os
 import queue
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -57,10 +56,10 @@ from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.clock import CpuWindow
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import VectorsEmbedder
-from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.machine import machine_info, uncommitted_notes
+from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
 from benchmarks.harness.report import fmt, pyplot, save_figure, table, targets_table, write_json, write_report
-from benchmarks.harness.server import HOST, ServerProcess, free_port, proc_status
+from benchmarks.harness.server import HOST, ServerProcess, free_port, proc_status, stop_on_sigterm
 from benchmarks.harness.stats import percentiles, summarise_rounds
 
 PROJECT = "bench"  # the project of the loaded memories (benchmarks.latency.PROJECT)
@@ -745,7 +744,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("http_latency", __doc__)
+    p = parser("http_latency", __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated (default %(default)s)")
     p.add_argument("--clients", default="1,4,16", help="concurrent client processes (default %(default)s)")
     p.add_argument("--repeats", type=int, default=2, help="rounds per client count (default %(default)s)")
@@ -759,10 +758,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--ready-timeout", type=float, default=300.0, help="seconds to wait for /health (default 300)")
     p.add_argument("--import-chunk", type=int, default=10_000, help="memories per import_lines call")
     p.add_argument("--quick", action="store_true", help="size 2000, 1 and 4 clients, 1 round of 4 s: a fast check")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go (default: temp)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.clients, args.repeats = "2000", "1,4", 1
@@ -784,11 +779,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     notes: list[str] = []
 
-    # a SIGTERM to the benchmark still stops the server and deletes the data (finally blocks run)
-    def _terminate(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminate)
+    stop_on_sigterm()
     if not sys.stderr.isatty():  # no "Loading weights" bars in logs
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         try:
@@ -852,8 +843,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": [],
         "notes": notes,
     }
-    if machine["git"].get("core_changes_uncommitted"):
-        notes.append("the core (agentmem/, indexes/, api/) had uncommitted changes when this ran: see machine.git")
+    notes += uncommitted_notes(machine)
 
     work_root = Path(tempfile.mkdtemp(prefix="agentmem-http-", dir=args.work_dir))
     try:

@@ -72,7 +72,7 @@ from benchmarks.harness.cli import command_line, parser, progress
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import part_tables, pyplot, save_figure, write_json, write_report
 from benchmarks.harness.stats import share
 from benchmarks.longmemeval import parse_date
@@ -245,12 +245,9 @@ def summarise(per_q: list[dict[str, Any]], systems: Sequence[str] = SYSTEMS) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("knowledge_update", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA / DATA, help="the jsonl.gz file (default %(default)s)")
+    p = parser("knowledge_update", __doc__, data=DEFAULT_DATA / DATA, work_dir=True)
     p.add_argument("--limit", type=int, default=None, help="only the first N scored questions")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument(
         "--adjudicate",
         metavar="URL",

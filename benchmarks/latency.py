@@ -64,8 +64,8 @@ from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine
 from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
-from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.machine import machine_info, uncommitted_notes
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import pyplot, read_results, save_figure, table, targets_table, write_json, write_report
 from benchmarks.harness.stats import percentiles, summarise_rounds
 from indexes.embed import SentenceTransformerEmbedder, embed_query
@@ -857,7 +857,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("latency", __doc__)
+    p = parser("latency", __doc__, data=DEFAULT_DATA, seed=True)
     p.add_argument("--sizes", default="1000,10000,100000", help="store sizes, comma separated (default %(default)s)")
     p.add_argument(
         "--repeats", type=int, default=3, help="timed rounds per size, each with new queries (default %(default)s)"
@@ -884,12 +884,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--import-chunk", type=int, default=10_000, help="memories per import_lines call (default %(default)s)"
     )
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and 1 round: a fast check")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
     p.add_argument(
         "--work-dir", type=Path, default=None, help="where the temporary data directories go (default: system temp)"
     )
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-remember", action="store_true")
     p.add_argument("--skip-rebuild", action="store_true")
     p.add_argument(
@@ -979,8 +976,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": [],
         "notes": notes,
     }
-    if machine["git"].get("core_changes_uncommitted"):
-        notes.append("the core (agentmem/, indexes/, api/) had uncommitted changes when this ran: see machine.git")
+    notes += uncommitted_notes(machine)
 
     base_time = datetime.now(UTC).replace(microsecond=0)
     work_root = Path(tempfile.mkdtemp(prefix="agentmem-latency-", dir=args.work_dir))

@@ -41,7 +41,7 @@ from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import pyplot, save_figure, table, write_results
 from benchmarks.harness.stats import percentiles, summarise_rounds
 from benchmarks.latency import PROJECT, K, load_store, time_calls, version_for
@@ -67,14 +67,11 @@ def recaller(mem: Memory) -> Callable[[str], object]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("lifecycle", __doc__)
+    p = parser("lifecycle", __doc__, data=DEFAULT_DATA, seed=True)
     p.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--queries", type=int, default=300, help="distinct queries a round")
     p.add_argument("--dry-runs", type=int, default=5, help="timed dry-run sweeps")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--out", type=Path, default=RESULTS)
     return p.parse_args(argv)
 
 

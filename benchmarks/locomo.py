@@ -48,7 +48,7 @@ from benchmarks.harness.clock import Clock
 from benchmarks.harness.datasets import LOCOMO
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -181,13 +181,10 @@ def score_rows(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("locomo", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA / LOCOMO, help="locomo10.json (default %(default)s)")
+    p = parser("locomo", __doc__, data=DEFAULT_DATA / LOCOMO, work_dir=True)
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--no-ablations", action="store_true", help="only the default agentmem variant")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/locomo.json")
     return p.parse_args(argv)
 

@@ -72,7 +72,7 @@ from benchmarks.harness.clock import Clock
 from benchmarks.harness.datasets import LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import pyplot, read_results, row, save_figure, table, write_json, write_report
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
@@ -346,7 +346,7 @@ def runs_for(args: argparse.Namespace) -> list[Run]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("longmemeval", __doc__)
+    p = parser("longmemeval", __doc__, work_dir=True)
     p.add_argument(
         "--data",
         default=",".join(str(DEFAULT_DATA / f) for f in (LONGMEMEVAL, LONGMEMEVAL_B)),
@@ -369,9 +369,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--cuts", default=",".join(RUN_BY_DEFAULT), help="cuts to run, comma separated (default %(default)s)"
     )
     p.add_argument("--no-ablations", action="store_true", help="skip the kind=observation and currentness=0 runs")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/longmemeval.json")
     args = p.parse_args(argv)
     args.cuts = [c.strip() for c in args.cuts.split(",") if c.strip()]

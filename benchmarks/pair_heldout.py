@@ -29,7 +29,7 @@ from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model
 from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import REPO_ROOT, RESULTS
+from benchmarks.harness.paths import REPO_ROOT
 from benchmarks.harness.report import pyplot, save_figure, table, write_results
 
 NAME = "pair_heldout"
@@ -110,10 +110,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser(NAME, __doc__)
-    p.add_argument("--data", type=Path, default=DATA, help="a JSON Lines file of pairs (default %(default)s)")
+    p = parser(NAME, __doc__, data=DATA)
     p.add_argument("--limit", type=int, default=None, help="only the first N pairs")
-    p.add_argument("--out", type=Path, default=RESULTS)
     add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()

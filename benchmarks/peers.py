@@ -53,7 +53,7 @@ from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B, Corpus
 from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
@@ -717,9 +717,7 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("peers", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (default %(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="where results go (default %(default)s)")
+    p = parser("peers", __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--embed-size", type=int, default=10_000, help="texts in the end-to-end row (0 skips it)")
     p.add_argument("--vector-size", type=int, default=0, help="texts in the precomputed-vector row (0 skips it)")
     p.add_argument(
@@ -732,8 +730,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=4, help="interleaved rounds (default %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="compute threads for every system (default %(default)s)")
     p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of %(default)s")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--work-dir", type=Path, default=None, help="where the stores are built (a temporary folder)")
     p.add_argument("--cache-dir", type=Path, default=None, help="the embedding cache (default benchmarks/.cache)")
     p.add_argument("--render-only", action="store_true", help="rewrite peers.md and .png from peers.json")
     p.add_argument(

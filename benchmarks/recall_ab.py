@@ -63,7 +63,7 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
 from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
 from benchmarks.time_parsing import questions
 
@@ -320,7 +320,7 @@ _MODEL: Any = None
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument(
         "--against",
         default=DEFAULT_BASELINE,
@@ -346,11 +346,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", type=int, default=300, help="recalls profiled per side, 0: none (default %(default)s)")
     p.add_argument("--embedder", choices=("onnx", "torch"), default="onnx", help="the query model (default onnx)")
     p.add_argument("--import-chunk", type=int, default=10_000, help="memories per import_lines call")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the stores go (default: system temp)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR / NAME, help="the baseline worktree (%(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/recall_ab.json")
     args = p.parse_args(argv)
     if args.size < 1 or args.rounds < 1 or args.queries < 1 or args.batch < 1:

@@ -40,7 +40,7 @@ from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model
 from benchmarks.harness.cli import parser, progress, say
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
 from benchmarks.harness.report import pyplot, save_figure, table, write_results
 
 FILE = "sick2014_train.tsv"
@@ -176,9 +176,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("sick", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--out", type=Path, default=RESULTS)
+    p = parser("sick", __doc__, data=DEFAULT_DATA)
     add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()

@@ -57,7 +57,7 @@ from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import part_tables, pyplot, save_figure, write_json, write_report
 from benchmarks.harness.stats import share
 
@@ -244,12 +244,9 @@ def summarise(facts: list[Fact], runs: dict[str, dict[int, dict[str, Any]]]) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("situatedqa", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA / DATA, help="the jsonl file (default %(default)s)")
+    p = parser("situatedqa", __doc__, data=DEFAULT_DATA / DATA, work_dir=True)
     p.add_argument("--limit", type=int, default=None, help="only the first N facts")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the temporary data directory goes")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     args = p.parse_args(argv)
     started = time.perf_counter()
     facts = load(args.data, args.limit)

@@ -36,7 +36,7 @@ from agentmem import timewindow
 from benchmarks.harness.cli import command_line, parser, progress
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
 from benchmarks.harness.stats import percentiles
 
@@ -116,9 +116,7 @@ def measure(name: str, parse: Callable[[str], Any], before: Callable[[], None], 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("time_parsing", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the data files (default %(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
+    p = parser("time_parsing", __doc__, data=DEFAULT_DATA)
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")  # dateparser's deprecation warnings
     qs = questions(args.data)

@@ -6,9 +6,12 @@ import argparse
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from benchmarks.harness.paths import RESULTS
 
 
 def progress(iterable: Any = None, **kwargs: Any) -> tqdm:
@@ -23,9 +26,23 @@ def say(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def parser(name: str, doc: str | None) -> argparse.ArgumentParser:
-    """An argument parser for `python -m benchmarks.<name>`, described by the docstring's first paragraph."""
-    return argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=(doc or "").split("\n\n")[0])
+def parser(
+    name: str, doc: str | None, *, data: Path | None = None, work_dir: bool = False, seed: bool = False
+) -> argparse.ArgumentParser:
+    """An argument parser for `python -m benchmarks.<name>`, described by the docstring's first paragraph.
+
+    Every benchmark takes `--out` (its results folder); given `data`, `--data` (that folder or file by
+    default); with `work_dir`, `--work-dir` (temporary folders); with `seed`, `--seed` (default 0).
+    """
+    p = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=(doc or "").split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default %(default)s)")
+    if data is not None:
+        p.add_argument("--data", type=Path, default=data, help="the data folder or file (default %(default)s)")
+    if work_dir:
+        p.add_argument("--work-dir", type=Path, default=None, help="where temporary folders go (default: the system's)")
+    if seed:
+        p.add_argument("--seed", type=int, default=0)
+    return p
 
 
 def command_line(name: str, argv: Sequence[str] | None) -> str:

@@ -100,3 +100,10 @@ def _git() -> dict[str, Any]:
         "core_status": status,
         "core_sources_sha256": h.hexdigest()[:16],
     }
+
+
+def uncommitted_notes(machine: dict[str, Any]) -> list[str]:
+    """A note for the results when the measured code (agentmem/, indexes/, api/) had uncommitted changes."""
+    if machine["git"].get("core_changes_uncommitted"):
+        return ["the core (agentmem/, indexes/, api/) had uncommitted changes when this ran: see machine.git"]
+    return []

@@ -143,3 +143,13 @@ class ServerProcess:
     def rss_mb(self) -> dict[str, float]:
         st = proc_status(self.pid) if self.proc is not None else {}
         return {"rss_mb": round(st.get("VmRSS", 0) / 1024, 1), "peak_rss_mb": round(st.get("VmHWM", 0) / 1024, 1)}
+
+
+def stop_on_sigterm() -> None:
+    """Make a SIGTERM to the benchmark raise SystemExit, so that its finally blocks still stop the servers
+    (and databases) it started and delete their data."""
+
+    def _terminate(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminate)
