@@ -58,7 +58,7 @@ import numpy as np
 from benchmarks.concurrency_load import KEY_EVERY, KEYS, ClientPool, Side, SideServer, settle, warm_up
 from benchmarks.concurrency_report import MIXES, summarise_config, summarise_window
 from benchmarks.databases import LocalPostgres, fresh_database
-from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.cli import add_load_arguments, check_load_arguments, command_line, parser, progress, say
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
@@ -508,13 +508,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--size", type=int, default=10_000, help="memories preloaded into each store (%(default)s)")
     p.add_argument("--nodes", default="1,2,3", help="PostgreSQL node counts, comma separated (%(default)s)")
-    p.add_argument("--clients", default="3,6", help="client processes, comma separated (%(default)s)")
     p.add_argument("--mix", default="mixed", choices=list(MIXES), help="the load (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds per row (default %(default)s)")
-    p.add_argument("--duration", type=float, default=8.0, help="seconds per window at most (%(default)s)")
-    p.add_argument("--max-requests", type=int, default=2000, help="requests per client per window at most (2000)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request at most (default 60)")
-    p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for a server (600)")
+    add_load_arguments(p, clients="3,6", repeats=2, duration=8.0, max_requests=2000, timeout=60.0, ready_timeout=600.0)
     p.add_argument("--lme-limit", type=int, default=None, help="only the first N LongMemEval-S dev50 questions")
     p.add_argument("--locomo-limit", type=int, default=None, help="only the first N LoCoMo conversations")
     p.add_argument("--skip-http", action="store_true", help="only the recall part")
@@ -527,15 +522,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.lme_limit = args.lme_limit or 5
         args.locomo_limit = args.locomo_limit or 1
     args.node_list = sorted({int(n) for n in args.nodes.split(",") if n.strip()})
-    args.client_list = sorted({int(c) for c in args.clients.split(",") if c.strip()})
     if not args.node_list or min(args.node_list) < 1 or max(args.node_list) > 8:
         p.error("--nodes: give numbers from 1 to 8")
-    if not args.client_list or min(args.client_list) < 1 or max(args.client_list) > 64:
-        p.error("--clients: give numbers from 1 to 64")
     if args.size < 1:
         p.error("--size: at least 1")
-    if not 0 < args.duration <= 600 or not 1 <= args.max_requests <= 100_000 or not 1 <= args.repeats <= 20:
-        p.error("--duration must be in (0, 600], --max-requests in [1, 100000], --repeats in [1, 20]")
+    check_load_arguments(p, args)
     return args
 
 

@@ -87,7 +87,7 @@ from benchmarks.concurrency_report import (
     summarise_window,
     targets,
 )
-from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.cli import add_load_arguments, check_load_arguments, command_line, parser, progress, say
 from benchmarks.harness.clock import machine_busy_seconds
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
@@ -415,13 +415,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--baseline", default=DEFAULT_BASELINE, help="the commit to compare with (default %(default)s)")
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated (default %(default)s)")
-    p.add_argument("--clients", default="1,4,8,16", help="client processes, comma separated (default %(default)s)")
     p.add_argument("--mixes", default=",".join(MIXES), help="of read, mixed, write (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds per side and configuration (default 2)")
-    p.add_argument("--duration", type=float, default=8.0, help="seconds per window at most (default %(default)s)")
-    p.add_argument("--max-requests", type=int, default=2000, help="requests per client per window at most (2000)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request at most (default 60)")
-    p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for /health (default 600)")
+    add_load_arguments(p, clients="1,4,8,16", repeats=2, duration=8.0, max_requests=2000, timeout=60.0,
+                       ready_timeout=600.0)  # fmt: skip
     p.add_argument("--inprocess-calls", type=int, default=300, help="timed remember() calls per round (300)")
     p.add_argument(
         "--inprocess-seconds", type=float, default=30.0, help="seconds of timed remember() calls per round at most (30)"
@@ -439,16 +435,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.sizes, args.clients, args.duration, args.max_requests = "2000", "1,8", 3.0, 500
         args.inprocess_calls, args.inprocess_seconds, args.import_memories = 100, 15.0, 2000
     args.size_list = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-    args.client_list = sorted({int(c) for c in args.clients.split(",") if c.strip()})
     args.mix_list = [m.strip() for m in args.mixes.split(",") if m.strip()]
     if not args.size_list or min(args.size_list) < KEYS:
         p.error(f"--sizes: give numbers of at least {KEYS}")
-    if not args.client_list or min(args.client_list) < 1 or max(args.client_list) > 64:
-        p.error("--clients: give numbers from 1 to 64")
     if not args.mix_list or set(args.mix_list) - set(MIXES):
         p.error(f"--mixes: choose from {', '.join(MIXES)}")
-    if not 0 < args.duration <= 600 or not 1 <= args.max_requests <= 100_000 or not 1 <= args.repeats <= 20:
-        p.error("--duration must be in (0, 600], --max-requests in [1, 100000], --repeats in [1, 20]")
+    check_load_arguments(p, args)
     if min(args.inprocess_calls, args.import_memories, args.inprocess_rounds, args.inprocess_seconds) <= 0:
         p.error("--inprocess-calls, --inprocess-seconds, --import-memories and --inprocess-rounds must be positive")
     return args

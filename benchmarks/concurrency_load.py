@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.cli import say
+from benchmarks.harness.client import keepalive_client, take, timed_post
 from benchmarks.harness.clock import CpuWindow, proc_cpu_seconds
 from benchmarks.harness.server import HOST, ServerProcess, free_port
 
@@ -218,13 +219,6 @@ def slot_key(i: int) -> str:
 # -- the client processes ------------------------------------------------------------------
 
 
-def _take(counter: Any) -> int:
-    with counter.get_lock():
-        i = int(counter.value)
-        counter.value = i + 1
-    return i
-
-
 def client_main(
     wid: int,
     commands: Any,
@@ -261,15 +255,11 @@ def _window(
     queries: Sequence[str],
     texts: Sequence[str],
 ) -> None:
-    import httpx
-
     q_counter, t_counter = counters[cmd["side"]]
     pool = texts[cmd["text_offset"] :]
-    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    headers = {"Authorization": f"Bearer {cmd['secret']}"}
     clock = time.perf_counter
     ops = mix_schedule(cmd["write_percent"], cmd["max_requests"], phase=wid * 7)
-    with httpx.Client(base_url=cmd["url"], headers=headers, timeout=cmd["timeout"], limits=limits) as http:
+    with keepalive_client(cmd["url"], cmd["secret"], cmd["timeout"]) as http:
         http.get("/health")  # opens the keep-alive connection, untimed
         out.put(("ready", wid, cmd["window"], None))
         if not go.wait(120):
@@ -288,25 +278,15 @@ def _window(
             if clock() >= stop_at:
                 break
             if op == OP_REMEMBER:
-                body, again = write_body(pool, _take(t_counter))
+                body, again = write_body(pool, take(t_counter))
                 recycled += again
                 path = "/v1/memories"
             else:
-                body = {"query": queries[_take(q_counter) % len(queries)], "k": K, "project": PROJECT}
+                body = {"query": queries[take(q_counter) % len(queries)], "k": K, "project": PROJECT}
                 path = "/v1/recall"
-            t0 = clock()
-            try:
-                r = http.post(path, json=body)
-                content = r.content
-                t1 = clock()
-                code = r.status_code
-            except Exception as exc:  # an error like any other; the loop is bounded by time and count
-                t1 = clock()
-                code, content = 0, b""
-                if len(errors) < 5:
-                    errors.append(f"{path} {type(exc).__name__}: {exc}")
+            code, content, ms = timed_post(http, path, body, clock, errors, f"{path} ")
             kinds.append(op)
-            lat.append((t1 - t0) * 1000.0)
+            lat.append(ms)
             status.append(code)
             what = ""
             if op == OP_REMEMBER and 200 <= code < 300:
@@ -367,10 +347,10 @@ class ClientPool:
             self.counters[side][1].value = 0
 
     def take_text(self, side: str) -> int:
-        return _take(self.counters[side][1])
+        return take(self.counters[side][1])
 
     def take_query(self, side: str) -> int:
-        return _take(self.counters[side][0])
+        return take(self.counters[side][0])
 
     def run(
         self, server: SideServer | Sequence[SideServer], clients: int, settings: dict[str, Any],

@@ -52,7 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.cli import add_load_arguments, check_load_arguments, command_line, parser, progress, say
+from benchmarks.harness.client import keepalive_client, take, timed_post
 from benchmarks.harness.clock import CpuWindow
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import VectorsEmbedder
@@ -71,13 +72,6 @@ TARGETS = {"size": 100_000, "clients": 1, "p50": 15.0, "p99": 40.0}
 # -- the load-generating client process ---------------------------------------------------
 
 
-def _next_index(counter: Any) -> int:
-    with counter.get_lock():
-        i = int(counter.value)
-        counter.value = i + 1
-    return i
-
-
 def client_worker(
     wid: int,
     url: str,
@@ -94,14 +88,10 @@ def client_worker(
     """One client process: its own keep-alive connection, `warmup` untimed requests, then timed
     requests until `duration` seconds have passed or `max_requests` were sent."""
     try:
-        import httpx
-
-        headers = {"Authorization": f"Bearer {secret}"}
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         clock = time.perf_counter
-        with httpx.Client(base_url=url, headers=headers, timeout=timeout, limits=limits) as http:
+        with keepalive_client(url, secret, timeout) as http:
             for _ in range(warmup):  # opens the connection; these queries use counter slots too
-                i = _next_index(counter)
+                i = take(counter)
                 http.post("/v1/recall", json={"query": pool[i % len(pool)], "k": K, "project": PROJECT})
             out.put(("ready", wid, None))
             if not go.wait(600):
@@ -116,22 +106,11 @@ def client_worker(
             start = clock()
             stop_at = start + duration
             while len(lat) < max_requests and clock() < stop_at:
-                i = _next_index(counter)
+                i = take(counter)
                 body = {"query": pool[i % len(pool)], "k": K, "project": PROJECT}
-                t0 = clock()
-                try:
-                    r = http.post("/v1/recall", json=body)
-                    content = r.content
-                    t1 = clock()
-                    code = r.status_code
-                except Exception as exc:  # counted as an error; the loop goes on (bounded by time and count)
-                    t1 = clock()
-                    code = 0
-                    content = b""
-                    if len(errors) < 5:
-                        errors.append(f"{type(exc).__name__}: {exc}")
+                code, content, ms = timed_post(http, "/v1/recall", body, clock, errors)
                 idx.append(i)
-                lat.append((t1 - t0) * 1000.0)
+                lat.append(ms)
                 status.append(code)
                 n_hits = -1
                 if 200 <= code < 300:
@@ -427,7 +406,7 @@ def bench_size(
         entry["server_start_seconds"] = server.started_seconds
         entry["server_rss_mb_idle"] = round(proc_status(server.pid).get("VmRSS", 0) / 1024, 1)
         say(f"  /health 200 after {server.started_seconds} s on {server.url}; warming up ({args.warmup} requests)")
-        warm_q = [pool[_next_index(counter) % len(pool)] for _ in range(args.warmup)]
+        warm_q = [pool[take(counter) % len(pool)] for _ in range(args.warmup)]
         warm = http_probe(server, warm_q, args.timeout)
         entry["warmup_ms"] = {"first_request": round(warm["lat"][0], 1) if warm["lat"] else None,
                               "rest": percentiles(warm["lat"][1:]), "errors": warm["errors"]}  # fmt: skip
@@ -746,16 +725,10 @@ def plot(results: dict[str, Any], path: Path) -> None:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = parser("http_latency", __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated (default %(default)s)")
-    p.add_argument("--clients", default="1,4,16", help="concurrent client processes (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds per client count (default %(default)s)")
-    p.add_argument("--duration", type=float, default=15.0, help="seconds per round at most (default %(default)s)")
-    p.add_argument(
-        "--max-requests", type=int, default=300, help="requests per client per round at most (default %(default)s)"
-    )
+    add_load_arguments(p, clients="1,4,16", repeats=2, duration=15.0, max_requests=300, timeout=30.0,
+                       ready_timeout=300.0)  # fmt: skip
     p.add_argument("--warmup", type=int, default=20, help="untimed requests after the server starts (default 20)")
     p.add_argument("--client-warmup", type=int, default=2, help="untimed requests per client process (default 2)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request at most (default 30)")
-    p.add_argument("--ready-timeout", type=float, default=300.0, help="seconds to wait for /health (default 300)")
     p.add_argument("--import-chunk", type=int, default=10_000, help="memories per import_lines call")
     p.add_argument("--quick", action="store_true", help="size 2000, 1 and 4 clients, 1 round of 4 s: a fast check")
     args = p.parse_args(argv)
@@ -763,13 +736,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.sizes, args.clients, args.repeats = "2000", "1,4", 1
         args.duration, args.max_requests, args.warmup = 4.0, 100, 10
     args.size_list = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-    args.client_list = sorted({int(c) for c in args.clients.split(",") if c.strip()})
     if not args.size_list or min(args.size_list) < 1:
         p.error("--sizes: give positive numbers")
-    if not args.client_list or min(args.client_list) < 1 or max(args.client_list) > 64:
-        p.error("--clients: give numbers from 1 to 64")
-    if args.duration <= 0 or args.duration > 600 or args.max_requests < 1 or args.max_requests > 100_000:
-        p.error("--duration must be in (0, 600] and --max-requests in [1, 100000]")
+    check_load_arguments(p, args)
     return args
 
 

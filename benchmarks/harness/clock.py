@@ -1,4 +1,5 @@
-"""Clocks: the settable clock a benchmark hands agentmem, and the CPU clocks a measured window reads.
+"""Clocks: the settable clock a benchmark hands agentmem (written once, in standalone.sidekit, for the side
+scripts too), and the CPU clocks a measured window reads.
 
 CPU seconds come from /proc (Linux): a process's own, the whole machine's busy time, this process's.
 `CpuWindow` puts them together around a window, so that a figure says who used the cores.
@@ -9,21 +10,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.standalone.sidekit import Clock
+
+__all__ = ["Clock", "CpuWindow", "machine_busy_seconds", "proc_cpu_seconds", "self_cpu_seconds"]
+
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-class Clock:
-    """A clock the benchmark sets (agentmem's `clock=`): writes as of their date, recalls as of the question's."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def proc_cpu_seconds(pid: int) -> float | None:

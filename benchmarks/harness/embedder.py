@@ -3,7 +3,8 @@
 Two caches, for two uses: `cached_embeddings` keeps a prefix of a seeded corpus order (the 100k
 corpus of the speed benchmarks: computed once, extended on demand); `VectorCache` keeps vectors by
 the text's hash (the conversation benchmarks, whose texts come and go with their options).
-`VectorsEmbedder` hands either to agentmem, so a benchmark times agentmem and not the model.
+`VectorsEmbedder` (standalone.sidekit, the side scripts use it too) hands either to agentmem, so a
+benchmark times agentmem and not the model.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import numpy as np
 
 from benchmarks.harness.cli import progress, say
 from benchmarks.harness.paths import CACHE_DIR
+from benchmarks.harness.standalone.sidekit import VectorsEmbedder
+
+__all__ = ["VectorCache", "VectorsEmbedder", "cached_embeddings", "corpus_key", "text_key"]
 
 
 def corpus_key(texts: Sequence[str], model: str, dim: int) -> str:
@@ -195,34 +199,3 @@ class VectorCache:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._vectors[[self._rows[text_key(t)] for t in texts]]
-
-
-class VectorsEmbedder:
-    """An agentmem Embedder (the indexes.embed protocol) over vectors computed beforehand.
-
-    `many` gives the vectors of texts (a VectorCache's `get`, a lookup table); `one` a query's,
-    when that differs (by default many([text])[0]).
-    """
-
-    def __init__(
-        self,
-        name: str,
-        dim: int,
-        many: Callable[[list[str]], np.ndarray],
-        one: Callable[[str], np.ndarray] | None = None,
-    ) -> None:
-        self.name = name
-        self.dim = dim
-        self._many = many
-        self._one = one
-
-    @classmethod
-    def of(cls, cache: VectorCache) -> VectorsEmbedder:
-        """The real model's vectors from a VectorCache (a text it lacks is embedded and cached)."""
-        return cls(cache.model, cache.dim, cache.get)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._many(list(texts))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._one(text) if self._one is not None else self._many([text])[0]
