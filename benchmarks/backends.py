@@ -63,7 +63,7 @@ from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, save_figure, table
 from benchmarks.harness.server import stop_on_sigterm
 
 NAME = "backends"
@@ -587,8 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append(f"other processes used up to {max(busy):.2f} cores (median {float(np.median(busy)):.2f}) "
                      "during the windows: contention on this shared machine")  # fmt: skip
     timings["total"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     say(f"wrote {args.out / (NAME + '.json')}, {NAME}.md and {NAME}.png in {timings['total']} s")
     return 0
 

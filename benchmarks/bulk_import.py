@@ -43,7 +43,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA
-from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, save_figure, table
 from benchmarks.harness.stats import percentiles
 
 NAME = "bulk_import"
@@ -202,8 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"({res['refusal']})")  # fmt: skip
     results["rounds"] = rounds
     results["summary"] = summarise(rounds)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     return 0
 
 

@@ -93,7 +93,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import write_json, write_report
+from benchmarks.harness.report import publish
 from benchmarks.harness.server import stop_on_sigterm
 
 NAME = "concurrency"
@@ -458,8 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     say(f"wrote {args.out / (NAME + '.json')}, {NAME}.md and {NAME}.png in {results['total_seconds']} s")
     return 0
 

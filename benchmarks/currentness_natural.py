@@ -32,7 +32,7 @@ from typing import Any
 from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import REPO_ROOT
-from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, save_figure, table
 
 PAIRS = REPO_ROOT / "data" / "currentness_natural.jsonl"
 DISTRACTORS = REPO_ROOT / "data" / "currentness_distractors.jsonl"
@@ -145,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(n): score([r for r in rows if r["noise"] == n], by_id) for n in args.noise
         }
     name = NAME if args.half == "dev" else f"{NAME}_{args.half}"
-    write_json(args.out, name, results)
-    write_report(results, args.out, name, render, plot)
+    publish(results, args.out, name, render, plot)
     return 0
 
 

@@ -31,7 +31,7 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, save_figure, table
 from benchmarks.harness.stats import percentiles
 
 NAME = "embedders"
@@ -140,8 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lowest_cosine_onnx_vs_torch": {str(n): round(c, 6) for n, c in lowest.items()},
         "runs": {k: [{**r, "query_ms": percentiles(r["query_ms"])} for r in rs] for k, rs in runs.items()},
     }
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render, plot)
+    publish(results, args.out, NAME, render, plot)
     return 0
 
 

@@ -59,7 +59,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info, uncommitted_notes
 from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import fmt, pyplot, save_figure, table, targets_table, write_json, write_report
+from benchmarks.harness.report import fmt, publish, pyplot, save_figure, table, targets_table
 from benchmarks.harness.server import HOST, ServerProcess, free_port, proc_status, stop_on_sigterm
 from benchmarks.harness.stats import percentiles, summarise_rounds
 
@@ -840,8 +840,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append(f"{errors} request(s) failed (non-2xx or exception): see rounds_detail in the JSON")
     results["targets"] = targets(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, "http_latency", results)
-    write_report(results, args.out, "http_latency", render_markdown, plot)
+    publish(results, args.out, "http_latency", render_markdown, plot)
     say(f"wrote {args.out / 'http_latency.json'}, http_latency.md and http_latency.png in {results['total_seconds']} s")
     return 0
 

@@ -66,7 +66,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info, uncommitted_notes
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import pyplot, read_results, save_figure, table, targets_table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table, targets_table
 from benchmarks.harness.stats import percentiles, summarise_rounds
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
@@ -913,7 +913,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     notes: list[str] = []
     if args.render_only:
-        write_outputs(read_results(args.out, "latency"), args.out)
+        rerender(args.out, "latency", render_markdown, plot)
         return 0
     machine = machine_info()  # early: the git state of the core as this process imported it
 
@@ -1034,15 +1034,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results["targets"] = targets(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, "latency", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "latency", render_markdown, plot)
     say(f"wrote {args.out / 'latency.json'}, latency.md and latency.png in {results['total_seconds']} s")
     return 0
-
-
-def write_outputs(results: dict[str, Any], out: Path) -> None:
-    """The Markdown table on stdout and in latency.md, and the plot in latency.png."""
-    write_report(results, out, "latency", render_markdown, plot)
 
 
 def print_size(entry: dict[str, Any]) -> None:

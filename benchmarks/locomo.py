@@ -49,7 +49,7 @@ from benchmarks.harness.datasets import LOCOMO
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
@@ -192,7 +192,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(read_results(args.out, "locomo"), args.out)
+        rerender(args.out, "locomo", render_markdown, plot)
         return 0
     command = command_line("locomo", argv)
     started = time.perf_counter()
@@ -267,8 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "machine": machine_info(info(embedder_kind, model)),
     }
-    write_json(args.out, "locomo", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "locomo", render_markdown, plot)
     say(f"done in {results['timing']['total_seconds']} s")
     return 0
 
@@ -342,11 +341,6 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_title(f"LoCoMo evidence retrieval, {res['scored']} questions")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     save_figure(fig, path)
-
-
-def write_outputs(res: dict[str, Any], out: Path) -> None:
-    """The Markdown table on stdout and in locomo.md, and the plot in locomo.png."""
-    write_report(res, out, "locomo", render_markdown, plot)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ from benchmarks.harness.datasets import LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import pyplot, read_results, row, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, rerender, row, save_figure, table
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
@@ -449,7 +449,7 @@ def read_hits(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, An
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(read_results(args.out, "longmemeval"), args.out)
+        rerender(args.out, "longmemeval", render_markdown, plot)
         return 0
     command = command_line("longmemeval", argv)
     if args.from_hits:
@@ -509,8 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dict.fromkeys([BASELINE, default, *(f["choice"] for f in results["cross_validation"].get("folds", []))])
     )
     results["per_question"] = [r | {"scores": {s: r["scores"][s] for s in keep}} for r in per_q]
-    write_json(args.out, "longmemeval", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "longmemeval", render_markdown, plot)
     return 0
 
 
@@ -706,11 +705,6 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_title(f"LongMemEval-S session retrieval, {res['scored']} questions")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 - 1.0 / (len(names) + 4)), ncol=3, fontsize=8)
     save_figure(fig, path)
-
-
-def write_outputs(res: dict[str, Any], out: Path) -> None:
-    """The Markdown table on stdout and in longmemeval.md, and the plot in longmemeval.png."""
-    write_report(res, out, "longmemeval", render_markdown, plot)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B, Corp
 from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table
 from benchmarks.harness.stats import percentiles
 
 SYSTEMS = ("agentmem", "mem0", "chromadb", "langgraph")
@@ -709,10 +709,6 @@ def plot(results: dict[str, Any], path: Path) -> None:
     save_figure(fig, path)
 
 
-def write_outputs(results: dict[str, Any], out: Path) -> None:
-    write_report(results, out, "peers", render_markdown, plot)
-
-
 # -- main -----------------------------------------------------------------------------
 
 
@@ -755,12 +751,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(read_results(args.out, "peers"), args.out)
+        rerender(args.out, "peers", render_markdown, plot)
         return 0
     if args.merge:
         merged = merge([json.loads(p.read_text()) for p in args.merge])
-        write_json(args.out, "peers", merged)
-        write_outputs(merged, args.out)
+        publish(merged, args.out, "peers", render_markdown, plot)
         return 0
     command = command_line("peers", argv)
     started = time.perf_counter()
@@ -830,8 +825,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             notes.append(f"{row['mode']} row: mem0 called its LLM {m0['llm_calls']} times with infer=False")
         del a
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, "peers", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "peers", render_markdown, plot)
     say(f"wrote {args.out / 'peers.json'}, peers.md and peers.png in {results['total_seconds']} s")
     return 0
 

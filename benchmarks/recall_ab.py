@@ -64,7 +64,7 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import pyplot, read_results, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table
 from benchmarks.time_parsing import questions
 
 NAME = "recall_ab"
@@ -357,7 +357,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_report(read_results(args.out, NAME), args.out, NAME, render_markdown, plot)
+        rerender(args.out, NAME, render_markdown, plot)
         return 0
     command = command_line(NAME, argv)
     started = time.perf_counter()
@@ -515,8 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     results["target"] = target(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     say(f"wrote {args.out / (NAME + '.json')}, .md and .png in {results['total_seconds']} s")
     return 0
 

@@ -58,7 +58,7 @@ from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import part_tables, pyplot, save_figure, write_json, write_report
+from benchmarks.harness.report import part_tables, publish, pyplot, save_figure
 from benchmarks.harness.stats import share
 
 DATA = "situatedqa_temp_dev_raw.jsonl"
@@ -276,8 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedder": info(kind, model),
         "machine": machine_info(info(kind, model)),
     }
-    write_json(args.out, "situatedqa", results)
-    write_report(results, args.out, "situatedqa", render_markdown, plot)
+    publish(results, args.out, "situatedqa", render_markdown, plot)
     return 0
 
 

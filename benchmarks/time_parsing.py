@@ -37,7 +37,7 @@ from benchmarks.harness.cli import command_line, parser, progress
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import pyplot, save_figure, table, write_json, write_report
+from benchmarks.harness.report import publish, pyplot, save_figure, table
 from benchmarks.harness.stats import percentiles
 
 NOW = datetime(2023, 5, 20, 12, 0, tzinfo=UTC)
@@ -127,8 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "parsers": {name: measure(name, f, before, qs) for name, (f, before) in parsers().items()},
         "machine": machine_info(),
     }
-    write_json(args.out, "time_parsing", results)
-    write_report(results, args.out, "time_parsing", render, plot)
+    publish(results, args.out, "time_parsing", render, plot)
     return 0
 
 

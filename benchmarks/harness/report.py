@@ -120,3 +120,22 @@ def targets_table(targets: Iterable[dict[str, Any]], number: Callable[[Any], str
     """The targets' table: each target, what was measured (ms, as `number` writes it) and whether it was met."""
     rows = ([t["target"], number(t["measured_ms"]), met(t["met"], "not measured")] for t in targets)
     return table(["target", "measured ms", "met"], rows, "lrc")
+
+
+def publish(
+    results: dict[str, Any],
+    out: Path,
+    name: str,
+    render: Callable[[dict[str, Any]], str],
+    plot: Callable[[dict[str, Any], Path], None],
+) -> None:
+    """A benchmark's end: `<name>.json`, then the Markdown (printed too) and the plot (write_report)."""
+    write_json(out, name, results)
+    write_report(results, out, name, render, plot)
+
+
+def rerender(
+    out: Path, name: str, render: Callable[[dict[str, Any]], str], plot: Callable[[dict[str, Any], Path], None]
+) -> None:
+    """`--render-only`: the Markdown and the plot again from the `<name>.json` a run wrote to `out`."""
+    write_report(read_results(out, name), out, name, render, plot)
