@@ -31,7 +31,8 @@ from agentmem import Memory
 from benchmarks.harness.cli import progress
 from benchmarks.harness.datasets import LOCOMO
 from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
-from benchmarks.harness.report import table, write_results
+from benchmarks.harness.report import write_results
+from benchmarks.harness.tables import table
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 

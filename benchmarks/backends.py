@@ -63,8 +63,9 @@ from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import publish, pyplot, save_figure, table
+from benchmarks.harness.report import publish, pyplot, save_figure
 from benchmarks.harness.server import stop_on_sigterm
+from benchmarks.harness.tables import table
 
 NAME = "backends"
 BACKENDS = ("embedded", "postgres")

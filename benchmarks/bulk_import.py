@@ -43,8 +43,9 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, save_figure, table
+from benchmarks.harness.report import publish, pyplot, save_figure
 from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 NAME = "bulk_import"
 BACKENDS = ("embedded", "postgres")

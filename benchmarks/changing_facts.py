@@ -49,7 +49,8 @@ from benchmarks.factgen import generate
 from benchmarks.harness.cli import parser, progress, say
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.machine import machine_info
-from benchmarks.harness.report import pyplot, save_figure, table, write_results
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.tables import table
 
 PROJECT = "shop"
 CATEGORIES = ("changed", "stable", "distractor")

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness.report import fmt, met, pyplot, save_figure, table
+from benchmarks.harness.report import pyplot, save_figure
 from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.tables import fmt, met, table
 
 OPS = ("remember", "recall")  # index = OP_REMEMBER (1) / OP_RECALL (0) in concurrency_load
 OP_NAME = {1: "remember", 0: "recall"}

@@ -32,7 +32,8 @@ from typing import Any
 from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import REPO_ROOT
-from benchmarks.harness.report import publish, pyplot, save_figure, table
+from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.tables import table
 
 PAIRS = REPO_ROOT / "data" / "currentness_natural.jsonl"
 DISTRACTORS = REPO_ROOT / "data" / "currentness_distractors.jsonl"

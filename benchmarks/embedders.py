@@ -31,8 +31,9 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, save_figure, table
+from benchmarks.harness.report import publish, pyplot, save_figure
 from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 NAME = "embedders"
 BACKENDS = ("torch", "onnx")

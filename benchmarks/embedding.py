@@ -32,7 +32,8 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.embedder import VectorCache
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR
-from benchmarks.harness.report import table, write_results
+from benchmarks.harness.report import write_results
+from benchmarks.harness.tables import table
 from indexes.embed import MINILM_NAME, SentenceTransformerEmbedder
 from indexes.onnx_embed import EMBEDDERS, OnnxEmbedder
 

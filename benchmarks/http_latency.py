@@ -54,14 +54,15 @@ import numpy as np
 
 from benchmarks.harness.cli import add_load_arguments, check_load_arguments, command_line, parser, progress, say
 from benchmarks.harness.client import keepalive_client, take, timed_post
-from benchmarks.harness.clock import CpuWindow
+from benchmarks.harness.clock import CpuWindow, time_calls
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info, uncommitted_notes
 from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import fmt, publish, pyplot, save_figure, table, targets_table
+from benchmarks.harness.report import publish, pyplot, save_figure
 from benchmarks.harness.server import HOST, ServerProcess, free_port, proc_status, stop_on_sigterm
 from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.tables import fmt, table, targets_table
 
 PROJECT = "bench"  # the project of the loaded memories (benchmarks.latency.PROJECT)
 K = 10
@@ -327,16 +328,6 @@ def inprocess_reference(
 
         # the live embedder, but query vectors come from the dict filled above (recall minus embedding)
         pre = VectorsEmbedder(emb_live.name, emb_live.dim, emb_live.embed, query_vector)
-        clock = time.perf_counter_ns
-
-        def timed(fn: Any, queries: Sequence[str]) -> list[float]:
-            out = []
-            for q in queries:
-                t = clock()
-                fn(q)
-                out.append((clock() - t) / 1e6)
-            return out
-
         def recall(q: str) -> object:
             return mem.recall(q, project=PROJECT, k=K)
 
@@ -350,13 +341,13 @@ def inprocess_reference(
         for r, queries in enumerate(rounds):
             say(f"    in-process round {r + 1}/{len(rounds)}: {len(queries)} queries x 3 modes")
             mem.embedder = emb_live
-            modes["recall+embed"].append(timed(recall, queries))
+            modes["recall+embed"].append(time_calls(recall, queries))
             mem.embedder = pre
             try:
-                modes["recall (vector precomputed)"].append(timed(recall, queries))
+                modes["recall (vector precomputed)"].append(time_calls(recall, queries))
             finally:
                 mem.embedder = emb_live
-            modes["embed"].append(timed(embed_only, queries))
+            modes["embed"].append(time_calls(embed_only, queries))
         usage = cpu.finish(0.0)
     finally:
         mem.close()

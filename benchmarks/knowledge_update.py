@@ -71,10 +71,11 @@ from benchmarks.embedding import add_arguments, describe, info, kind_of, model_e
 from benchmarks.harness.cli import command_line, parser, progress
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
-from benchmarks.harness.machine import machine_info
+from benchmarks.harness.machine import machine_info, machine_line
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import part_tables, publish, pyplot, save_figure
+from benchmarks.harness.report import publish, pyplot, save_figure
 from benchmarks.harness.stats import share
+from benchmarks.harness.tables import part_tables
 from benchmarks.longmemeval import parse_date
 
 DATA = "longmemeval_ku_dev.jsonl.gz"
@@ -413,8 +414,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     lines += [
         "One question is 100/n points: with n around a dozen, a difference of one question is noise.",
         "",
-        f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "
-        f"{res['seconds']} s; {describe(res.get('embedder'))}.",
+        f"{machine_line(res['machine'])}; {res['seconds']} s; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 

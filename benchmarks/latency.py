@@ -62,12 +62,14 @@ from agentmem.records import MemoryVersion
 from agentmem.text import sha256, tokens
 from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import time_calls
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info, uncommitted_notes
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table, targets_table
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
 from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.tables import table, targets_table
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
 PROJECT = "bench"
@@ -264,19 +266,6 @@ def load_store(
         "vector_docs": stats.vector_docs,
     }
     return mem, info
-
-
-# -- timing -----------------------------------------------------------------------
-
-
-def time_calls(fn: Callable[[str], object], queries: Sequence[str]) -> list[float]:
-    out = []
-    clock = time.perf_counter_ns
-    for q in queries:
-        t0 = clock()
-        fn(q)
-        out.append((clock() - t0) / 1e6)
-    return out
 
 
 class QuerySets:

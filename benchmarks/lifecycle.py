@@ -38,13 +38,15 @@ import msgspec
 from agentmem import Config, Memory
 from agentmem.records import MemoryVersion
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import time_calls
 from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import pyplot, save_figure, table, write_results
+from benchmarks.harness.report import pyplot, save_figure, write_results
 from benchmarks.harness.stats import percentiles, summarise_rounds
-from benchmarks.latency import PROJECT, K, load_store, time_calls, version_for
+from benchmarks.harness.tables import table
+from benchmarks.latency import PROJECT, K, load_store, version_for
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

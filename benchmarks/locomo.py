@@ -47,9 +47,10 @@ from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.datasets import LOCOMO
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
-from benchmarks.harness.machine import machine_info
+from benchmarks.harness.machine import machine_info, machine_line
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.tables import table
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
@@ -317,8 +318,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"Embedding this run: {tm['texts_embedded_this_run']} new texts in {tm['embedding_seconds']} s. "
         f"Total {tm['total_seconds']} s.",
         "",
-        f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, {m['memory_gb']} GB, Python {m['python']}, "
-        f"commit {str(m['git']['commit'])[:10]}; {describe(res.get('embedder'))}.",
+        f"{machine_line(m, full=True)}; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 

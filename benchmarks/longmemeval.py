@@ -71,9 +71,10 @@ from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.datasets import LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
-from benchmarks.harness.machine import machine_info
+from benchmarks.harness.machine import machine_info, machine_line
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, rerender, row, save_figure, table
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.tables import row, table
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
@@ -589,8 +590,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     m = res["machine"]
     lines += [
         "",
-        f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, {m['memory_gb']} GB, Python {m['python']}, "
-        f"commit {str(m['git']['commit'])[:10]}; {describe(res.get('embedder'))}.",
+        f"{machine_line(m, full=True)}; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -30,7 +30,8 @@ from benchmarks.harness.cli import command_line, parser, say
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import REPO_ROOT
-from benchmarks.harness.report import pyplot, save_figure, table, write_results
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.tables import table
 
 NAME = "pair_heldout"
 DATA = REPO_ROOT / "data" / "currentness_pairs_heldout.jsonl"

@@ -50,12 +50,14 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import time_calls
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B, Corpus
 from benchmarks.harness.embedder import VectorsEmbedder
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
 from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 SYSTEMS = ("agentmem", "mem0", "chromadb", "langgraph")
 PACKAGES = {"agentmem": "agentmem", "mem0": "mem0ai", "chromadb": "chromadb", "langgraph": "langgraph"}
@@ -518,13 +520,8 @@ class Tally:
 
 
 def timed(fn: Callable[[str], object], items: Sequence[str], tally_rss: list[float], desc: str) -> list[float]:
-    out = []
-    clock = time.perf_counter_ns
     before = rss_mb()
-    for item in progress(items, desc=desc, unit="call"):
-        t0 = clock()
-        fn(item)
-        out.append((clock() - t0) / 1e6)
+    out = time_calls(fn, progress(items, desc=desc, unit="call"))
     tally_rss[0] += rss_mb() - before
     return out
 

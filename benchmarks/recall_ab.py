@@ -64,7 +64,9 @@ from benchmarks.harness.datasets import Corpus
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import publish, pyplot, rerender, save_figure, table
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 from benchmarks.time_parsing import questions
 
 NAME = "recall_ab"
@@ -185,19 +187,7 @@ class Child:
 
 
 def stats(ms: Sequence[float]) -> dict[str, Any]:
-    a = np.asarray(ms, dtype=np.float64)
-    if a.size == 0:
-        return {"n": 0}
-    p50, p90, p95, p99 = np.percentile(a, [50, 90, 95, 99])
-    return {
-        "n": int(a.size),
-        "mean": round(float(a.mean()), 3),
-        "p50": round(float(p50), 3),
-        "p90": round(float(p90), 3),
-        "p95": round(float(p95), 3),
-        "p99": round(float(p99), 3),
-        "max": round(float(a.max()), 3),
-    }
+    return percentiles(ms, (50, 90, 95, 99), 3)
 
 
 def paired(base: Sequence[float], new: Sequence[float], seed: int) -> dict[str, Any]:

@@ -41,7 +41,8 @@ from benchmarks.harness.cli import parser, progress, say
 from benchmarks.harness.embedder import cached_embeddings
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
-from benchmarks.harness.report import pyplot, save_figure, table, write_results
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.tables import table
 
 FILE = "sick2014_train.tsv"
 LABELS = ("NEUTRAL", "ENTAILMENT", "CONTRADICTION")

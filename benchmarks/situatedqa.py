@@ -56,10 +56,11 @@ from benchmarks.embedding import add_arguments, describe, info, kind_of, model_e
 from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
-from benchmarks.harness.machine import machine_info
+from benchmarks.harness.machine import machine_info, machine_line
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import part_tables, publish, pyplot, save_figure
+from benchmarks.harness.report import publish, pyplot, save_figure
 from benchmarks.harness.stats import share
+from benchmarks.harness.tables import part_tables
 
 DATA = "situatedqa_temp_dev_raw.jsonl"
 PROJECT = "facts"
@@ -296,8 +297,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     lines += [
         f"remember() superseded a version {res['superseded']} times.",
         "",
-        f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "
-        f"{res['seconds']} s; {describe(res.get('embedder'))}.",
+        f"{machine_line(res['machine'])}; {res['seconds']} s; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 

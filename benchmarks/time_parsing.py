@@ -37,8 +37,9 @@ from benchmarks.harness.cli import command_line, parser, progress
 from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, save_figure, table
+from benchmarks.harness.report import publish, pyplot, save_figure
 from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 NOW = datetime(2023, 5, 20, 12, 0, tzinfo=UTC)
 PROBES = [

@@ -1,5 +1,5 @@
 """Clocks: the settable clock a benchmark hands agentmem (written once, in standalone.sidekit, for the side
-scripts too), and the CPU clocks a measured window reads.
+scripts too), the timing of calls one after another, and the CPU clocks a measured window reads.
 
 CPU seconds come from /proc (Linux): a process's own, the whole machine's busy time, this process's.
 `CpuWindow` puts them together around a window, so that a figure says who used the cores.
@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks.harness.standalone.sidekit import Clock
 
-__all__ = ["Clock", "CpuWindow", "machine_busy_seconds", "proc_cpu_seconds", "self_cpu_seconds"]
+__all__ = ["Clock", "CpuWindow", "machine_busy_seconds", "proc_cpu_seconds", "self_cpu_seconds", "time_calls"]
+
+T = TypeVar("T")
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -77,3 +79,14 @@ class CpuWindow:
     def _server_cpu(self) -> float | None:
         seconds = [proc_cpu_seconds(pid) for pid in self.server_pid]
         return None if None in seconds else sum(s for s in seconds if s is not None)
+
+
+def time_calls(fn: Callable[[T], object], items: Iterable[T]) -> list[float]:
+    """Milliseconds of each call fn(item), one after the other, on the nanosecond wall clock."""
+    out = []
+    clock = time.perf_counter_ns
+    for item in items:
+        t0 = clock()
+        fn(item)
+        out.append((clock() - t0) / 1e6)
+    return out

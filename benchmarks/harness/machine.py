@@ -107,3 +107,9 @@ def uncommitted_notes(machine: dict[str, Any]) -> list[str]:
     if machine["git"].get("core_changes_uncommitted"):
         return ["the core (agentmem/, indexes/, api/) had uncommitted changes when this ran: see machine.git"]
     return []
+
+
+def machine_line(m: dict[str, Any], *, full: bool = False) -> str:
+    """`Machine: <CPU>, commit <first 10>` for a report's last line; `full` adds the CPUs, memory and Python."""
+    more = f", {m['cpu_affinity']} CPUs, {m['memory_gb']} GB, Python {m['python']}" if full else ""
+    return f"Machine: {m['cpu_model']}{more}, commit {str(m['git']['commit'])[:10]}"

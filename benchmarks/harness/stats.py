@@ -8,19 +8,16 @@ from typing import Any
 import numpy as np
 
 
-def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
+def percentiles(values_ms: Sequence[float], points: Sequence[int] = (50, 95, 99), digits: int = 4) -> dict[str, Any]:
+    """n, mean, the percentiles `points` (keys p50, ...) and max of `values_ms`, rounded to `digits`."""
     a = np.asarray(values_ms, dtype=np.float64)
     if a.size == 0:
         return {"n": 0}
-    p50, p95, p99 = np.percentile(a, [50, 95, 99])
-    return {
-        "n": int(a.size),
-        "mean": round(float(a.mean()), 4),
-        "p50": round(float(p50), 4),
-        "p95": round(float(p95), 4),
-        "p99": round(float(p99), 4),
-        "max": round(float(a.max()), 4),
-    }
+    at = np.percentile(a, list(points))
+    out: dict[str, Any] = {"n": int(a.size), "mean": round(float(a.mean()), digits)}
+    out.update({f"p{p}": round(float(v), digits) for p, v in zip(points, at, strict=True)})
+    out["max"] = round(float(a.max()), digits)
+    return out
 
 
 def summarise_rounds(rounds_ms: Sequence[Sequence[float]]) -> dict[str, Any]:
