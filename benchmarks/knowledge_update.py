@@ -73,7 +73,7 @@ from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info, machine_line
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.report import bars_by_measure, publish
 from benchmarks.harness.stats import share
 from benchmarks.harness.tables import part_tables
 from benchmarks.longmemeval import parse_date
@@ -420,20 +420,8 @@ def render_markdown(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
-    s = res["summary"]["all"]
-    systems = res.get("systems", SYSTEMS)
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    w = 0.8 / len(systems)
-    x = np.arange(len(LABELS))
-    for j, system in enumerate(systems):
-        ax.bar(x + j * w, [s[system][m]["pct"] or 0 for m in LABELS], width=w, label=system)
-    ax.set_xticks(x + w, list(LABELS.values()), fontsize=8)
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("percent of questions")
-    ax.set_title(f"LongMemEval knowledge-update, {res['questions']} questions")
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
+    bars_by_measure(res["summary"]["all"], LABELS, res.get("systems", SYSTEMS), path, ylabel="percent of questions",
+                    title=f"LongMemEval knowledge-update, {res['questions']} questions", ticks_at=1)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ from benchmarks.harness.clock import Clock
 from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 from benchmarks.harness.machine import machine_info, machine_line
 from benchmarks.harness.paths import DEFAULT_DATA
-from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.report import bars_by_measure, publish
 from benchmarks.harness.stats import share
 from benchmarks.harness.tables import part_tables
 
@@ -303,20 +303,8 @@ def render_markdown(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
     s = res["summary"]["all"]
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    names = list(s)
-    w = 0.8 / len(names)
-    x = np.arange(len(LABELS))
-    for j, name in enumerate(names):
-        ax.bar(x + j * w, [s[name][m]["pct"] or 0 for m in LABELS], width=w, label=name)
-    ax.set_xticks(x + w / 2, list(LABELS.values()), fontsize=8)
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("percent")
-    ax.set_title("SituatedQA temporal dev, no keys")
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
+    bars_by_measure(s, LABELS, list(s), path, ylabel="percent", title="SituatedQA temporal dev, no keys", ticks_at=0.5)
 
 
 if __name__ == "__main__":

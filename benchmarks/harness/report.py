@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -75,3 +75,25 @@ def publish(results: dict[str, Any], out: Path, name: str, render: Render, plot:
 def rerender(out: Path, name: str, render: Render, plot: Plot) -> None:
     """`--render-only`: the Markdown and the plot again from the `<name>.json` a run wrote to `out`."""
     write_report(read_results(out, name), out, name, render, plot)
+
+
+def bars_by_measure(
+    scores: dict[str, dict[str, dict[str, Any]]], labels: dict[str, str], names: Sequence[str], path: Path, *,
+    ylabel: str, title: str, ticks_at: float,
+) -> None:  # fmt: skip
+    """A PNG of grouped bars: a group a measure (`labels`), a bar a system (`names`), each its `pct` (a
+    stats.share cell); the group's tick sits `ticks_at` bar widths in."""
+    import numpy as np
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    w = 0.8 / len(names)
+    x = np.arange(len(labels))
+    for j, name in enumerate(names):
+        ax.bar(x + j * w, [scores[name][m]["pct"] or 0 for m in labels], width=w, label=name)
+    ax.set_xticks(x + w * ticks_at, list(labels.values()), fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    save_figure(fig, path)
