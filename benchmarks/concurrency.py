@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,7 @@ from benchmarks.harness.machine import machine_info
 from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
 from benchmarks.harness.report import publish
 from benchmarks.harness.server import stop_on_sigterm
+from benchmarks.harness.store import export_lines, memory_version
 
 NAME = "concurrency"
 DEFAULT_BASELINE = "62ce809"  # the commit before the group-commit work
@@ -143,33 +144,15 @@ def new_side() -> Side:
 
 def preload_version(i: int, text: str, when: datetime) -> Any:
     """Memory `i` (1-based) of a preloaded store; the first KEYS carry the keys new writes supersede."""
-    from agentmem.records import MemoryVersion
-    from agentmem.text import sha256
-
-    return MemoryVersion(
-        id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active", content=text,
-        key=slot_key(i - 1) if i <= KEYS else None, tier="semantic", kind="fact", project=PROJECT,
-        source="import", salience=0.5, confidence=0.7, created_at=when, valid_from=when, last_reinforced_at=when,
-        content_hash=sha256(text),
-    )  # fmt: skip
+    return memory_version(i, text, when, project=PROJECT, key=slot_key(i - 1) if i <= KEYS else None)
 
 
 def export_chunks(
     texts: Sequence[str], vectors: np.ndarray, model: str, schema_version: int, base_time: datetime, chunk: int
 ) -> Iterator[tuple[int, bytes]]:
-    """JSON Lines export bodies (format version 1, which every release reads) of `chunk` memories each."""
-    import msgspec
-
-    from agentmem.transfer import FORMAT, Header, VersionLine
-
-    enc = msgspec.json.Encoder()
-    header = enc.encode(Header(FORMAT, 1, schema_version, model, int(vectors.shape[1]), base_time)) + b"\n"
-    n = len(texts)
-    for start in range(0, n, chunk):
-        lines = [header]
-        for i in range(start, min(n, start + chunk)):
-            when = base_time - timedelta(minutes=n - i)  # one a minute, oldest first
-            lines.append(enc.encode(VersionLine(preload_version(i + 1, texts[i], when), vectors[i].tolist())) + b"\n")
+    """POST /v1/import bodies of `chunk` preloaded memories each, with how many each holds."""
+    for lines in export_lines(texts, vectors, preload_version, model=model, schema_version=schema_version,
+                              base_time=base_time, chunk=chunk):  # fmt: skip
         yield len(lines) - 1, b"".join(lines)
 
 

@@ -49,7 +49,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,7 @@ import numpy as np
 from agentmem import Memory
 from agentmem.recall.timing import STAGES
 from agentmem.records import MemoryVersion
-from agentmem.text import sha256, tokens
-from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine
+from agentmem.text import tokens
 from benchmarks.harness.cli import command_line, parser, progress, say
 from benchmarks.harness.clock import time_calls
 from benchmarks.harness.datasets import Corpus
@@ -69,6 +68,7 @@ from benchmarks.harness.machine import machine_info, uncommitted_notes
 from benchmarks.harness.paths import DEFAULT_DATA
 from benchmarks.harness.report import publish, pyplot, rerender, save_figure
 from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.store import export_lines, memory_version
 from benchmarks.harness.tables import table, targets_table
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
@@ -207,11 +207,7 @@ class BruteForce:
 
 
 def version_for(i: int, text: str, when: datetime) -> MemoryVersion:
-    return MemoryVersion(
-        id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active", content=text,
-        tier="semantic", kind="fact", project=PROJECT, source="import", salience=0.5, confidence=0.7,
-        created_at=when, valid_from=when, last_reinforced_at=when, content_hash=sha256(text),
-    )  # fmt: skip
+    return memory_version(i, text, when, project=PROJECT)
 
 
 def load_store(
@@ -227,25 +223,18 @@ def load_store(
     """A Memory at `path` holding `texts` as ids 1..N (versions from `make`), loaded through import_lines."""
     t0 = time.perf_counter()
     mem = Memory(path, embedder=embedder)
-    encoder = msgspec.json.Encoder()
-    header = (
-        encoder.encode(Header(FORMAT, FORMAT_VERSION, mem.store.schema_version, embedder.name, embedder.dim, base_time))
-        + b"\n"
-    )
     n = len(texts)
     encode_s = import_s = 0.0
+    chunks = export_lines(texts, vectors, make, model=embedder.name, schema_version=mem.store.schema_version,
+                           base_time=base_time, chunk=chunk)  # fmt: skip
     with progress(total=n, desc=f"import {n}", unit="memory") as bar:
-        for start in range(0, n, chunk):
-            te = time.perf_counter()
-            lines = [header]
-            for i in range(start, min(n, start + chunk)):
-                when = base_time - timedelta(minutes=n - i)  # one a minute, oldest first
-                line = VersionLine(make(i + 1, texts[i], when), vectors[i].tolist())
-                lines.append(encoder.encode(line) + b"\n")
+        te = time.perf_counter()
+        for lines in chunks:
             ti = time.perf_counter()
             mem.import_lines(lines)
             encode_s += ti - te
-            import_s += time.perf_counter() - ti
+            te = time.perf_counter()
+            import_s += te - ti
             bar.update(len(lines) - 1)
     load_s = time.perf_counter() - t0
     tc = time.perf_counter()
