@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from agentmem import Memory
-from benchmarks.common import DEFAULT_DATA, LOCOMO, RESULTS, progress, write_results
+from benchmarks.harness.cli import progress
+from benchmarks.harness.datasets import LOCOMO
+from benchmarks.harness.paths import DEFAULT_DATA, RESULTS
+from benchmarks.harness.report import write_results
+from benchmarks.harness.tables import table
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -159,10 +163,10 @@ def markdown(r: dict[str, Any]) -> str:
         f"`{r['command']}` ({r['embedder']}, {r['seconds']} s): {r['conversations']} conversations, "
         f"{r['sessions']} sessions, {r['messages']} messages.",
         "",
-        "| candidates | admitted | rejected | questions with an admitted evidence turn |",
-        "| ---: | ---: | ---: | ---: |",
-        f"| {r['candidates']:,} | {r['admitted']:,} | {r['rejected']:,} | "
-        f"{r['questions_with_admitted_evidence']} / {r['questions']} ({r['share']:.1%}) |",
+        *table(["candidates", "admitted", "rejected", "questions with an admitted evidence turn"], [[
+            f"{r['candidates']:,}", f"{r['admitted']:,}", f"{r['rejected']:,}",
+            f"{r['questions_with_admitted_evidence']} / {r['questions']} ({r['share']:.1%})",
+        ]], "rrrr"),  # fmt: skip
         "",
         "Rejected by reason: " + ", ".join(f"{k} {v:,}" for k, v in r["rejected_by_reason"].items()) + ".",
         "",
@@ -174,10 +178,9 @@ def markdown(r: dict[str, Any]) -> str:
         + (", ".join(f"{k} {v:,}" for k, v in r.get("turns_kept", {}).items()) or "none")
         + f"; claims from their sentences: {r.get('claims', 0):,}.",
         "",
-        "| category | questions | with admitted evidence | share |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    lines += [f"| {k} | {v['questions']} | {v['covered']} | {v['share']:.1%} |" for k, v in r["by_category"].items()]
+        *table(["category", "questions", "with admitted evidence", "share"],
+               ([k, v["questions"], v["covered"], f"{v['share']:.1%}"] for k, v in r["by_category"].items()), "lrrr"),
+    ]  # fmt: skip
     lines += ["", f"Evidence turns admitted: {r['evidence_turns_admitted']} / {r['evidence_turns']}; what became of "
               "each (admitted, else the commonest reason among its candidates): "
               + ", ".join(f"{k} {v:,}" for k, v in r["evidence_turn_verdicts"].items()) + ".", ""]  # fmt: skip

@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -56,28 +55,17 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    LOCOMO,
-    LONGMEMEVAL,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency_load import KEY_EVERY, KEYS, ClientPool, Side, SideServer, settle, warm_up
 from benchmarks.concurrency_report import MIXES, summarise_config, summarise_window
 from benchmarks.databases import LocalPostgres, fresh_database
+from benchmarks.harness.cli import add_load_arguments, check_load_arguments, command_line, parser, progress, say
+from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
+from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.server import stop_on_sigterm
+from benchmarks.harness.tables import table
 
 NAME = "backends"
 BACKENDS = ("embedded", "postgres")
@@ -242,7 +230,8 @@ def overlap(a: Sequence[str], b: Sequence[str], k: int) -> float:
 
 def longmemeval_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) -> dict[str, Any]:
     from benchmarks import longmemeval as lme
-    from benchmarks.conversations import CachedEmbedder, SessionHit, VectorCache, roll_up
+    from benchmarks.conversations import SessionHit, roll_up
+    from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
     from indexes.embed import SentenceTransformerEmbedder
 
     items = lme.load([args.data / LONGMEMEVAL], args.lme_limit)
@@ -251,7 +240,7 @@ def longmemeval_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) ->
     model = SentenceTransformerEmbedder(cache_size=0)
     cache = VectorCache(model.embed, model.name, model.dim, cache_dir=args.cache)
     cache.ensure(lme.texts_to_embed(scored, [lme.DEFAULT_CUT]))
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     run = lme.Run(lme.DEFAULT_CUT)
     per_q: list[dict[str, Any]] = []
     timing: dict[str, list[dict[str, Any]]] = {b: [] for b in BACKENDS}
@@ -306,7 +295,7 @@ def timing_summary(timing: dict[str, list[dict[str, Any]]], ingest: str, recall:
 
 def locomo_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) -> dict[str, Any]:
     from benchmarks import locomo as loc
-    from benchmarks.conversations import CachedEmbedder, VectorCache
+    from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
     from indexes.embed import SentenceTransformerEmbedder
 
     convs = json.loads((args.data / LOCOMO).read_text(encoding="utf-8"))[: args.locomo_limit]
@@ -315,7 +304,7 @@ def locomo_part(args: argparse.Namespace, pg: LocalPostgres, work: Path) -> dict
     all_turns = [loc.conversation_turns(c) for c in convs]
     qas = [[q for q in c["qa"] if loc.evidence_ids(q.get("evidence", []))] for c in convs]
     cache.ensure([t.text for ts in all_turns for t in ts] + [q["question"].strip() for qa in qas for q in qa])
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     say(f"LoCoMo: {len(convs)} conversation(s), {sum(len(qa) for qa in qas)} questions with evidence, both backends")
     rows: list[dict[str, Any]] = []
     timing: dict[str, list[dict[str, Any]]] = {b: [] for b in BACKENDS}
@@ -386,6 +375,12 @@ def _lat(cfg: dict[str, Any], op: str) -> str:
     return f"{fmt(lat.get('p50'), 0)} / {fmt(lat.get('p99'), 0)}" if lat.get("n") else "–"
 
 
+def scores_table(cols: list[str], systems: dict[str, dict[str, Any]], metrics: Sequence[str]) -> list[str]:
+    """A row a system, a column a metric."""
+    rows = ([label(name), *(fmt(sc[k]) for k in metrics)] for name, sc in systems.items())
+    return table(cols, rows, "l" + "r" * len(metrics))
+
+
 def render_markdown(res: dict[str, Any]) -> str:
     m = res["machine"]
     lines = [f"# PostgreSQL + pgvector vs the embedded backend ({m['date']})", ""]
@@ -408,15 +403,13 @@ def render_markdown(res: dict[str, Any]) -> str:
             "percentiles are over every request of every round. Server cores: the agentmem processes, plus the "
             "database's processes on PostgreSQL. Other cores: everyone else on the shared machine.",
             "",
-            "| backend | nodes | clients | requests/s | recall p50 / p99 ms | remember p50 / p99 ms | errors "
-            "| server cores | other cores |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for c in sorted(http["configs"], key=lambda c: (c["clients"], c["backend"], c["nodes"])):
-            lines.append(
-                f"| {c['backend']} | {c['nodes']} | {c['clients']} | {fmt(c['rps'])} | {_lat(c, 'recall')} | "
-                f"{_lat(c, 'remember')} | {c['errors']} | {fmt(c['server_cores'], 2)} | {fmt(c['other_cores'], 2)} |"
-            )
+        cols = ["backend", "nodes", "clients", "requests/s", "recall p50 / p99 ms", "remember p50 / p99 ms", "errors",
+                "server cores", "other cores"]  # fmt: skip
+        lines += table(cols, ([
+            c["backend"], c["nodes"], c["clients"], fmt(c["rps"]), _lat(c, "recall"), _lat(c, "remember"), c["errors"],
+            fmt(c["server_cores"], 2), fmt(c["other_cores"], 2),
+        ] for c in sorted(http["configs"], key=lambda c: (c["clients"], c["backend"], c["nodes"]))), "l" + "r" * 8)
         st = http["stores"]
         lines += ["", "Preload through POST /v1/import: " + ", ".join(
             f"{b} {v['per_second']:,.0f} memories/s" for b, v in st.items()) + ".", ""]  # fmt: skip
@@ -429,11 +422,8 @@ def render_markdown(res: dict[str, Any]) -> str:
             f"agentmem `{lme['system']}` on each backend (a fresh store per question), and the plain baseline "
             "(BM25 over sessions + MiniLM over user turns, RRF).",
             "",
-            "| system | R@5 | R@10 | NDCG@10 |",
-            "|---|---:|---:|---:|",
+            *scores_table(["system", "R@5", "R@10", "NDCG@10"], lme["systems"], LME_METRICS),
         ]
-        for name, sc in lme["systems"].items():
-            lines.append(f"| {label(name)} | " + " | ".join(fmt(sc[k]) for k in LME_METRICS) + " |")
         d, t = lme["differ_at_5"], lme["timing"]
         lines += ["", f"R@5 differs on {d['postgres_ahead'] + d['embedded_ahead']} question(s) (PostgreSQL ahead "
                   f"on {d['postgres_ahead']}, embedded on {d['embedded_ahead']}); the top 5 sessions overlap "
@@ -447,23 +437,19 @@ def render_markdown(res: dict[str, Any]) -> str:
             "agentmem's default (each turn a memory of kind event, recall k=10) on each backend (a fresh store per "
             "conversation), and the baseline (BM25 + MiniLM cosine, RRF).",
             "",
-            "| system | recall@5 | recall@10 | any@5 | session any@5 |",
-            "|---|---:|---:|---:|---:|",
+            *scores_table(["system", "recall@5", "recall@10", "any@5", "session any@5"], lo["systems"], LOCOMO_METRICS),
         ]
-        for name, sc in lo["systems"].items():
-            lines.append(f"| {label(name)} | " + " | ".join(fmt(sc[k]) for k in LOCOMO_METRICS) + " |")
         d = lo["differ_at_5"]
         lines += ["", f"recall@5 differs on {d['postgres_ahead'] + d['embedded_ahead']} question(s) (PostgreSQL "
                   f"ahead on {d['postgres_ahead']}, embedded on {d['embedded_ahead']}); the top 5 turns overlap "
                   f"{fmt(lo['top5_overlap_mean'])}% on average. " + times(lo["timing"], "conversation"),
                   ""]  # fmt: skip
     if res.get("verdicts"):
-        lines += ["## PostgreSQL against the embedded backend (target: within 1 point)", "",
-                  "| benchmark | metric | embedded | PostgreSQL | difference | within 1 point |",
-                  "|---|---|---:|---:|---:|---|"]  # fmt: skip
-        for v in res["verdicts"]:
-            lines.append(f"| {v['benchmark']} | {v['metric']} | {fmt(v['embedded'])} | {fmt(v['postgres'])} | "
-                         f"{v['difference']:+.1f} | {'yes' if v['within'] else 'no'} |")  # fmt: skip
+        lines += ["## PostgreSQL against the embedded backend (target: within 1 point)", ""]
+        lines += table(["benchmark", "metric", "embedded", "PostgreSQL", "difference", "within 1 point"], ([
+            v["benchmark"], v["metric"], fmt(v["embedded"]), fmt(v["postgres"]), f"{v['difference']:+.1f}",
+            "yes" if v["within"] else "no",
+        ] for v in res["verdicts"]), "llrrrl")  # fmt: skip
         lines.append("")
     if res.get("notes"):
         lines += ["Notes:", "", *(f"- {n}" for n in res["notes"]), ""]
@@ -520,51 +506,35 @@ def plot(res: dict[str, Any], path: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--size", type=int, default=10_000, help="memories preloaded into each store (%(default)s)")
     p.add_argument("--nodes", default="1,2,3", help="PostgreSQL node counts, comma separated (%(default)s)")
-    p.add_argument("--clients", default="3,6", help="client processes, comma separated (%(default)s)")
     p.add_argument("--mix", default="mixed", choices=list(MIXES), help="the load (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds per row (default %(default)s)")
-    p.add_argument("--duration", type=float, default=8.0, help="seconds per window at most (%(default)s)")
-    p.add_argument("--max-requests", type=int, default=2000, help="requests per client per window at most (2000)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request at most (default 60)")
-    p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for a server (600)")
+    add_load_arguments(p, clients="3,6", repeats=2, duration=8.0, max_requests=2000, timeout=60.0, ready_timeout=600.0)
     p.add_argument("--lme-limit", type=int, default=None, help="only the first N LongMemEval-S dev50 questions")
     p.add_argument("--locomo-limit", type=int, default=None, help="only the first N LoCoMo conversations")
     p.add_argument("--skip-http", action="store_true", help="only the recall part")
     p.add_argument("--skip-recall", action="store_true", help="only the HTTP part")
     p.add_argument("--quick", action="store_true", help="2k store, 3 clients, 3 s windows, 5 questions, 1 conversation")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR, help="the embedding caches (default %(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the servers' folders go (default: temp)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.quick:
         args.size, args.clients, args.repeats, args.duration, args.max_requests = 2000, "3", 1, 3.0, 500
         args.lme_limit = args.lme_limit or 5
         args.locomo_limit = args.locomo_limit or 1
     args.node_list = sorted({int(n) for n in args.nodes.split(",") if n.strip()})
-    args.client_list = sorted({int(c) for c in args.clients.split(",") if c.strip()})
     if not args.node_list or min(args.node_list) < 1 or max(args.node_list) > 8:
         p.error("--nodes: give numbers from 1 to 8")
-    if not args.client_list or min(args.client_list) < 1 or max(args.client_list) > 64:
-        p.error("--clients: give numbers from 1 to 64")
     if args.size < 1:
         p.error("--size: at least 1")
-    if not 0 < args.duration <= 600 or not 1 <= args.max_requests <= 100_000 or not 1 <= args.repeats <= 20:
-        p.error("--duration must be in (0, 600], --max-requests in [1, 100000], --repeats in [1, 20]")
+    check_load_arguments(p, args)
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def _terminate(signum: int, _frame: Any) -> None:  # finally blocks stop the servers and PostgreSQL
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminate)
+    stop_on_sigterm()
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     started = time.perf_counter()
     notes: list[str] = []
@@ -618,8 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append(f"other processes used up to {max(busy):.2f} cores (median {float(np.median(busy)):.2f}) "
                      "during the windows: contention on this shared machine")  # fmt: skip
     timings["total"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     say(f"wrote {args.out / (NAME + '.json')}, {NAME}.md and {NAME}.png in {timings['total']} s")
     return 0
 

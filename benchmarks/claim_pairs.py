@@ -32,18 +32,13 @@ import numpy as np
 
 from agentmem.supersede import Thresholds, decide
 from benchmarks import sick
-from benchmarks.common import (
-    REPO_ROOT,
-    RESULTS,
-    cached_embeddings,
-    machine_info,
-    parser,
-    pyplot,
-    save_figure,
-    say,
-    write_results,
-)
 from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
+from benchmarks.harness.cli import parser, say
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.tables import table
 from benchmarks.sick import BASE_COMMIT, decide_at, fires
 
 # dev: looked at while the rules and thresholds were chosen; test: run only once they were fixed
@@ -81,19 +76,13 @@ def markdown(results: dict[str, Any]) -> str:
     def cell(r: dict[str, Any]) -> str:
         return f"{100 * r['rate']:.1f}% ({r['fired']}/{r['pairs']})"
 
-    lines = [
-        "| rule | pairs | update: caught | restate: fired | different: false kill |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for set_name, res in results["sets"].items():
-        for name, r in res["systems"].items():
-            lines.append(f"| {name} | {set_name} | " + " | ".join(cell(r[lbl]) for lbl in LABELS) + " |")
-    lines += ["", "| value_cosine | pairs | update | restate | different |", "| --- | --- | --- | --- | --- |"]
-    for set_name, res in results["sets"].items():
-        for pt in res["sweep_value_cosine"]:
-            lines.append(
-                f"| {pt['value_cosine']} | {set_name} | " + " | ".join(cell(pt["rates"][lbl]) for lbl in LABELS) + " |"
-            )
+    sets = results["sets"].items()
+    lines = table(["rule", "pairs", "update: caught", "restate: fired", "different: false kill"],
+                  ([name, set_name, *(cell(r[lbl]) for lbl in LABELS)]
+                   for set_name, res in sets for name, r in res["systems"].items()))  # fmt: skip
+    lines += ["", *table(["value_cosine", "pairs", "update", "restate", "different"],
+                         ([pt["value_cosine"], set_name, *(cell(pt["rates"][lbl]) for lbl in LABELS)]
+                          for set_name, res in sets for pt in res["sweep_value_cosine"]))]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -142,7 +131,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser("claim_pairs", __doc__)
     p.add_argument("--data-file", type=Path, action="append", help="a JSON Lines file of pairs (repeatable); "
                    "default: the dev and test sets in data/")  # fmt: skip
-    p.add_argument("--out", type=Path, default=RESULTS)
     add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()

@@ -50,33 +50,17 @@ import json
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency_load import (
     KEY_EVERY,
     KEYS,
@@ -103,7 +87,15 @@ from benchmarks.concurrency_report import (
     summarise_window,
     targets,
 )
-from benchmarks.http_latency import machine_busy_seconds
+from benchmarks.harness.cli import add_load_arguments, check_load_arguments, command_line, parser, progress, say
+from benchmarks.harness.clock import machine_busy_seconds
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
+from benchmarks.harness.report import publish
+from benchmarks.harness.server import stop_on_sigterm
+from benchmarks.harness.store import export_lines, memory_version
 
 NAME = "concurrency"
 DEFAULT_BASELINE = "62ce809"  # the commit before the group-commit work
@@ -152,33 +144,15 @@ def new_side() -> Side:
 
 def preload_version(i: int, text: str, when: datetime) -> Any:
     """Memory `i` (1-based) of a preloaded store; the first KEYS carry the keys new writes supersede."""
-    from agentmem.records import MemoryVersion
-    from agentmem.text import sha256
-
-    return MemoryVersion(
-        id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active", content=text,
-        key=slot_key(i - 1) if i <= KEYS else None, tier="semantic", kind="fact", project=PROJECT,
-        source="import", salience=0.5, confidence=0.7, created_at=when, valid_from=when, last_reinforced_at=when,
-        content_hash=sha256(text),
-    )  # fmt: skip
+    return memory_version(i, text, when, project=PROJECT, key=slot_key(i - 1) if i <= KEYS else None)
 
 
 def export_chunks(
     texts: Sequence[str], vectors: np.ndarray, model: str, schema_version: int, base_time: datetime, chunk: int
 ) -> Iterator[tuple[int, bytes]]:
-    """JSON Lines export bodies (format version 1, which every release reads) of `chunk` memories each."""
-    import msgspec
-
-    from agentmem.transfer import FORMAT, Header, VersionLine
-
-    enc = msgspec.json.Encoder()
-    header = enc.encode(Header(FORMAT, 1, schema_version, model, int(vectors.shape[1]), base_time)) + b"\n"
-    n = len(texts)
-    for start in range(0, n, chunk):
-        lines = [header]
-        for i in range(start, min(n, start + chunk)):
-            when = base_time - timedelta(minutes=n - i)  # one a minute, oldest first
-            lines.append(enc.encode(VersionLine(preload_version(i + 1, texts[i], when), vectors[i].tolist())) + b"\n")
+    """POST /v1/import bodies of `chunk` preloaded memories each, with how many each holds."""
+    for lines in export_lines(texts, vectors, preload_version, model=model, schema_version=schema_version,
+                              base_time=base_time, chunk=chunk):  # fmt: skip
         yield len(lines) - 1, b"".join(lines)
 
 
@@ -421,16 +395,12 @@ def bench_size(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--baseline", default=DEFAULT_BASELINE, help="the commit to compare with (default %(default)s)")
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated (default %(default)s)")
-    p.add_argument("--clients", default="1,4,8,16", help="client processes, comma separated (default %(default)s)")
     p.add_argument("--mixes", default=",".join(MIXES), help="of read, mixed, write (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds per side and configuration (default 2)")
-    p.add_argument("--duration", type=float, default=8.0, help="seconds per window at most (default %(default)s)")
-    p.add_argument("--max-requests", type=int, default=2000, help="requests per client per window at most (2000)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request at most (default 60)")
-    p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for /health (default 600)")
+    add_load_arguments(p, clients="1,4,8,16", repeats=2, duration=8.0, max_requests=2000, timeout=60.0,
+                       ready_timeout=600.0)  # fmt: skip
     p.add_argument("--inprocess-calls", type=int, default=300, help="timed remember() calls per round (300)")
     p.add_argument(
         "--inprocess-seconds", type=float, default=30.0, help="seconds of timed remember() calls per round at most (30)"
@@ -442,26 +412,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-inprocess", action="store_true", help="only the HTTP rounds")
     p.add_argument("--rebuild-stores", action="store_true", help="build the preloaded stores again")
     p.add_argument("--quick", action="store_true", help="size 2000, 1 and 8 clients, 3 s windows: a fast check")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR / NAME, help="stores and baseline worktree (%(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the per-run copies go (default: temp)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.clients, args.duration, args.max_requests = "2000", "1,8", 3.0, 500
         args.inprocess_calls, args.inprocess_seconds, args.import_memories = 100, 15.0, 2000
     args.size_list = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-    args.client_list = sorted({int(c) for c in args.clients.split(",") if c.strip()})
     args.mix_list = [m.strip() for m in args.mixes.split(",") if m.strip()]
     if not args.size_list or min(args.size_list) < KEYS:
         p.error(f"--sizes: give numbers of at least {KEYS}")
-    if not args.client_list or min(args.client_list) < 1 or max(args.client_list) > 64:
-        p.error("--clients: give numbers from 1 to 64")
     if not args.mix_list or set(args.mix_list) - set(MIXES):
         p.error(f"--mixes: choose from {', '.join(MIXES)}")
-    if not 0 < args.duration <= 600 or not 1 <= args.max_requests <= 100_000 or not 1 <= args.repeats <= 20:
-        p.error("--duration must be in (0, 600], --max-requests in [1, 100000], --repeats in [1, 20]")
+    check_load_arguments(p, args)
     if min(args.inprocess_calls, args.import_memories, args.inprocess_rounds, args.inprocess_seconds) <= 0:
         p.error("--inprocess-calls, --inprocess-seconds, --import-memories and --inprocess-rounds must be positive")
     return args
@@ -470,10 +432,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def _terminate(signum: int, _frame: Any) -> None:  # finally blocks stop the servers
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminate)
+    stop_on_sigterm()
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="agentmem-concurrency-", dir=args.work_dir))
@@ -482,8 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     say(f"wrote {args.out / (NAME + '.json')}, {NAME}.md and {NAME}.png in {results['total_seconds']} s")
     return 0
 

@@ -20,46 +20,31 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-# Run as a script, Python puts benchmarks/ first on sys.path; its module names (common,
-# latency, ...) must not shadow anything, and the side's own tree must come first.
+# Run as a script, Python puts benchmarks/ first on sys.path: the side's own tree must come first, and of
+# benchmarks/ only harness/standalone/ is wanted (sidekit: the standard library only).
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path[0] = str(Path(__file__).resolve().parent / "harness" / "standalone")
 
 import numpy as np  # noqa: E402
-
-
-def watch_parent() -> None:
-    """Exit if the benchmark that started this process dies (no orphan holding a data directory)."""
-    parent = os.getppid()
-
-    def loop() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(3)
-
-    threading.Thread(target=loop, name="watch-parent", daemon=True).start()
+from sidekit import VectorsEmbedder, watch_parent  # noqa: E402
 
 
 class Precomputed:
-    """An Embedder whose vectors were computed beforehand by the real model; unknown texts go to it."""
+    """Vectors computed beforehand by the real model, by text; unknown texts go to it (counted as misses)."""
 
-    def __init__(self, texts: list[str], vectors: np.ndarray, name: str, dim: int) -> None:
+    def __init__(self, texts: list[str], vectors: np.ndarray, dim: int) -> None:
         if vectors.shape != (len(texts), dim):
             raise SystemExit(f"vectors are {vectors.shape}, expected {(len(texts), dim)}")
-        self.name = name
         self.dim = dim
         self.vectors = {t: vectors[i] for i, t in enumerate(texts)}
         self.misses = 0
         self._real: Any = None
 
-    def embed(self, texts: Any) -> np.ndarray:
-        texts = list(texts)
+    def many(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = [self.vectors.get(t) for t in texts]
@@ -73,9 +58,6 @@ class Precomputed:
             fresh = iter(self._real.embed(unknown))
             out = [v if v is not None else next(fresh) for v in out]
         return np.stack([np.asarray(v, dtype=np.float32) for v in out])
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
 
 def module_files() -> dict[str, str]:
@@ -92,7 +74,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     out: dict[str, Any] = {"modules": module_files(), "pid": os.getpid()}
     vectors = np.load(spec["vectors"])
-    embedder = Precomputed(spec["vector_texts"], vectors, MINILM_NAME, int(vectors.shape[1]))
+    lookup = Precomputed(spec["vector_texts"], vectors, int(vectors.shape[1]))
+    embedder = VectorsEmbedder(MINILM_NAME, lookup.dim, lookup.many)
     clock = time.perf_counter_ns
 
     # remember(), one call after another, on a copy of the preloaded store
@@ -126,7 +109,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             "calls_per_second": round(len(latencies) / wall, 2) if wall > 0 else None,
             "latency_ms": [round(x, 4) for x in latencies],
             "outcomes": outcomes,
-            "embed_misses": embedder.misses,
+            "embed_misses": lookup.misses,
             "check_ok": bool(mem.check().ok),
         }
     finally:
@@ -135,7 +118,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         out["close_seconds"] = round(time.perf_counter() - t0, 3)
 
     # bulk import of an export with embeddings into an empty data directory
-    misses_before = embedder.misses
+    misses_before = lookup.misses
     lines = Path(spec["import_file"]).read_bytes().splitlines()
     t0 = time.perf_counter()
     mem = Memory(spec["import_dir"], embedder=embedder)
@@ -156,7 +139,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "close_seconds": round(close_s, 3),
         "memories_per_second": round(n / import_s, 1) if import_s > 0 else None,
         "memories_per_second_with_close": round(n / (import_s + close_s), 1) if import_s + close_s > 0 else None,
-        "embed_misses": embedder.misses - misses_before,
+        "embed_misses": lookup.misses - misses_before,
         "check_ok": check_ok,
     }
     return out

@@ -21,7 +21,6 @@ import json
 import multiprocessing as mp
 import os
 import queue
-import secrets
 import shutil
 import subprocess
 import sys
@@ -32,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import say, stop_process
-from benchmarks.http_latency import Stats, free_port, proc_cpu_seconds, proc_status
+from benchmarks.harness.cli import say
+from benchmarks.harness.client import keepalive_client, take, timed_post
+from benchmarks.harness.clock import CpuWindow, proc_cpu_seconds
+from benchmarks.harness.server import HOST, ServerProcess, free_port
 
-HOST = "127.0.0.1"  # loopback only
 PROJECT = "bench"
 K = 10
 KEYS = 500  # explicit keys bench.slot-0..499: the preload holds one memory for each
@@ -125,7 +125,7 @@ def config_toml(data_dir: Path, port: int, secret: str, database_url: str | None
     )
 
 
-class SideServer:
+class SideServer(ServerProcess):
     """The real service for one side on its own data directory (or a node of a PostgreSQL database, given
     `database_url`) and a free loopback port."""
 
@@ -133,67 +133,27 @@ class SideServer:
         self, side: Side, data_dir: Path, work: Path, *, ready_timeout: float, stop_timeout: float,
         database_url: str | None = None,
     ) -> None:  # fmt: skip
+        super().__init__(work / f"server-{side.name}.log", ready_timeout=ready_timeout, stop_timeout=stop_timeout)
         self.side = side
         self.database_url = database_url
         self.data_dir = data_dir
         self.work = work
-        self.ready_timeout = ready_timeout
-        self.stop_timeout = stop_timeout
-        self.secret = secrets.token_urlsafe(24)
-        self.log_path = work / f"server-{side.name}.log"
         self.config_path = work / f"server-{side.name}.toml"
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.started_seconds: float | None = None
         self.modules: dict[str, str] = {}
-        self.stop_info: dict[str, Any] = {}
-        self._log: Any = None
-        self._t0 = 0.0
-
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.secret}"}
 
     def launch(self) -> None:
-        """Start the process (returns at once; `wait_ready` waits for /health)."""
+        """Start the process (returns at once; `wait_ready` waits for /ready)."""
         self.work.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.config_path.write_text(config_toml(self.data_dir, self.port, self.secret, self.database_url))
         cmd = [sys.executable, "-c", LAUNCH, "serve", "--host", HOST, "--port", str(self.port),
                "--config", str(self.config_path)]  # fmt: skip
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self._t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=self.work, env=self.side.env(), stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+        self.spawn(cmd, cwd=self.work, env=self.side.env())
 
     def wait_ready(self) -> None:
         """Wait until /ready says the engine is loaded, then check which code the server imported."""
-        import httpx
-
-        from agentmem.client import serving
-
-        assert self.proc is not None
-        deadline = self._t0 + self.ready_timeout
-        with httpx.Client(base_url=self.url, timeout=2.0) as http:
-            while time.perf_counter() < deadline and self.proc.poll() is None:
-                try:
-                    if serving(http.get("/ready")):
-                        self.started_seconds = round(time.perf_counter() - self._t0, 2)
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
-        if self.started_seconds is None:
-            code = self.proc.poll()
-            why = f"exited with {code}" if code is not None else f"not serving within {self.ready_timeout} s"
+        why = self.poll_ready(0.2)
+        if why is not None:
             raise RuntimeError(f"{self.side.name} server {why}; log tail:\n{self.log_tail()}")
         self.modules = parse_modules(self.log_path.read_text(errors="replace"))
         check_modules(self.side, self.modules, "server")
@@ -202,33 +162,12 @@ class SideServer:
         self.launch()
         self.wait_ready()
 
-    def stop(self) -> None:
-        """SIGTERM (a graceful close that flushes the indexes), then SIGKILL after `stop_timeout` seconds."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            info = stop_process(proc, self.stop_timeout)
-            info["clean"] = "Application shutdown complete" in self.log_tail(15)
-            self.stop_info = info
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def log_problems(self) -> list[str]:
-        try:
-            text = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return []
-        return [ln for ln in text if " ERROR " in ln or "Traceback" in ln or " WARNING " in ln][:20]
-
-    def rss_mb(self) -> dict[str, float]:
-        st = proc_status(self.pid) if self.proc is not None else {}
-        return {"rss_mb": round(st.get("VmRSS", 0) / 1024, 1), "peak_rss_mb": round(st.get("VmHWM", 0) / 1024, 1)}
+    def stop(self) -> bool:
+        """As ServerProcess.stop, noting whether the log shows a graceful close."""
+        stopped = super().stop()
+        if stopped:
+            self.stop_info["clean"] = "Application shutdown complete" in self.log_tail(15)
+        return stopped
 
 
 def settle(pid: int, *, quiet_cores: float = 0.05, step: float = 0.25, limit: float = 6.0) -> float:
@@ -280,13 +219,6 @@ def slot_key(i: int) -> str:
 # -- the client processes ------------------------------------------------------------------
 
 
-def _take(counter: Any) -> int:
-    with counter.get_lock():
-        i = int(counter.value)
-        counter.value = i + 1
-    return i
-
-
 def client_main(
     wid: int,
     commands: Any,
@@ -323,15 +255,11 @@ def _window(
     queries: Sequence[str],
     texts: Sequence[str],
 ) -> None:
-    import httpx
-
     q_counter, t_counter = counters[cmd["side"]]
     pool = texts[cmd["text_offset"] :]
-    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    headers = {"Authorization": f"Bearer {cmd['secret']}"}
     clock = time.perf_counter
     ops = mix_schedule(cmd["write_percent"], cmd["max_requests"], phase=wid * 7)
-    with httpx.Client(base_url=cmd["url"], headers=headers, timeout=cmd["timeout"], limits=limits) as http:
+    with keepalive_client(cmd["url"], cmd["secret"], cmd["timeout"]) as http:
         http.get("/health")  # opens the keep-alive connection, untimed
         out.put(("ready", wid, cmd["window"], None))
         if not go.wait(120):
@@ -350,25 +278,15 @@ def _window(
             if clock() >= stop_at:
                 break
             if op == OP_REMEMBER:
-                body, again = write_body(pool, _take(t_counter))
+                body, again = write_body(pool, take(t_counter))
                 recycled += again
                 path = "/v1/memories"
             else:
-                body = {"query": queries[_take(q_counter) % len(queries)], "k": K, "project": PROJECT}
+                body = {"query": queries[take(q_counter) % len(queries)], "k": K, "project": PROJECT}
                 path = "/v1/recall"
-            t0 = clock()
-            try:
-                r = http.post(path, json=body)
-                content = r.content
-                t1 = clock()
-                code = r.status_code
-            except Exception as exc:  # an error like any other; the loop is bounded by time and count
-                t1 = clock()
-                code, content = 0, b""
-                if len(errors) < 5:
-                    errors.append(f"{path} {type(exc).__name__}: {exc}")
+            code, content, ms = timed_post(http, path, body, clock, errors, f"{path} ")
             kinds.append(op)
-            lat.append((t1 - t0) * 1000.0)
+            lat.append(ms)
             status.append(code)
             what = ""
             if op == OP_REMEMBER and 200 <= code < 300:
@@ -429,10 +347,10 @@ class ClientPool:
             self.counters[side][1].value = 0
 
     def take_text(self, side: str) -> int:
-        return _take(self.counters[side][1])
+        return take(self.counters[side][1])
 
     def take_query(self, side: str) -> int:
-        return _take(self.counters[side][0])
+        return take(self.counters[side][0])
 
     def run(
         self, server: SideServer | Sequence[SideServer], clients: int, settings: dict[str, Any],
@@ -466,7 +384,7 @@ class ClientPool:
                     ready += 1
                 else:
                     raise RuntimeError(f"client {w} failed before the window:\n{payload}")
-            stats = Stats([*(s.pid for s in servers), *cpu_pids])
+            stats = CpuWindow([*(s.pid for s in servers), *cpu_pids])
             self.go.set()
             deadline = time.monotonic() + settings["duration"] + settings["timeout"] + 60
             while len(payloads) + len(failures) < clients:

@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import percentiles, pyplot, save_figure, summarise_rounds
+from benchmarks.harness.report import pyplot, save_figure
+from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.tables import fmt, met, table
 
 OPS = ("remember", "recall")  # index = OP_REMEMBER (1) / OP_RECALL (0) in concurrency_load
 OP_NAME = {1: "remember", 0: "recall"}
@@ -260,22 +262,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 # -- Markdown -----------------------------------------------------------------------------
 
 
-def fmt(v: Any, nd: int = 2) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:,.{nd}f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
-
-
 def _pair(a: Any, b: Any, nd: int = 1) -> str:
     return f"{fmt(a, nd)} / {fmt(b, nd)}"
-
-
-def _met(v: bool | None) -> str:
-    return "-" if v is None else ("yes" if v else "**no**")
 
 
 def render_markdown(results: dict[str, Any]) -> str:
@@ -294,15 +282,11 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "## Targets",
         "",
-        "| target | baseline | new | met (new) |",
-        "| --- | --- | --- | :---: |",
-    ]
-    for t in results.get("targets", []):
-        meas = t["measured"]
-        lines.append(
-            f"| {t['target']} | {meas.get('baseline', meas.get('', '-'))} | {meas.get('new', '-')} | "
-            f"{_met(t.get('met_new'))} |"
-        )
+        *table(["target", "baseline", "new", "met (new)"], ([
+            t["target"], t["measured"].get("baseline", t["measured"].get("", "-")), t["measured"].get("new", "-"),
+            met(t.get("met_new")),
+        ] for t in results.get("targets", [])), "lllc"),
+    ]  # fmt: skip
     ip = results.get("inprocess")
     if ip and ip.get("sides"):
         lines += [
@@ -314,20 +298,21 @@ def render_markdown(results: dict[str, Any]) -> str:
             "embedder a lookup of vectors the real model computed beforehand; then "
             f"`import_lines` of {ip['import_memories']:,} memories with embeddings into an empty directory.",
             "",
-            "| side | remember calls/s | p50 ms | p95 ms | p99 ms | outcomes | embed misses | import memories/s | "
-            "with close | check ok | other cores |",
-            "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | :---: | ---: |",
         ]
-        for side, s in ip["sides"].items():
+
+        def inprocess_row(side: str, s: dict[str, Any]) -> list[Any]:
             r, i = s["remember"], s["import"]
             lat = r["latency_ms"]
-            oc = ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))
-            lines.append(
-                f"| {side} | {fmt(r['calls_per_second'], 1)} | {fmt(lat.get('p50'))} | {fmt(lat.get('p95'))} | "
-                f"{fmt(lat.get('p99'))} | {oc} | {r['embed_misses'] + i['embed_misses']} | "
-                f"{fmt(i['memories_per_second'], 0)} | {fmt(i['memories_per_second_with_close'], 0)} | "
-                f"{r['check_ok'] and i['check_ok']} | {fmt(s.get('other_cores'))} |"
-            )
+            return [
+                side, fmt(r["calls_per_second"], 1), *(fmt(lat.get(p)) for p in ("p50", "p95", "p99")),
+                ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items())), r["embed_misses"] + i["embed_misses"],
+                fmt(i["memories_per_second"], 0), fmt(i["memories_per_second_with_close"], 0),
+                r["check_ok"] and i["check_ok"], fmt(s.get("other_cores")),
+            ]  # fmt: skip
+
+        cols = ["side", "remember calls/s", "p50 ms", "p95 ms", "p99 ms", "outcomes", "embed misses",
+                "import memories/s", "with close", "check ok", "other cores"]  # fmt: skip
+        lines += table(cols, (inprocess_row(side, s) for side, s in ip["sides"].items()), "lrrrrlrrrcr")
         ratio_row = ip.get("ratio", {})
         lines += [
             "",
@@ -345,24 +330,25 @@ def render_markdown(results: dict[str, Any]) -> str:
             "over its slowest (a ratio within it is noise); `other` is CPU (cores) used by processes other than the "
             "measured server and the clients (the idle server, other users of the machine).",
             "",
-            "| mix | clients | req/s | ratio | round spread | requests | remember p50 ms | remember p99 ms | "
-            "recall p50 ms | recall p99 ms | p99 ratio (remember, recall) | errors | other cores |",
-            "| --- | ---: | --- | ---: | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for c in size["configs"]:
+
+        def http_row(c: dict[str, Any]) -> list[Any]:
             sb, sn, r = c["sides"].get("baseline"), c["sides"].get("new"), c["ratio"]
-            lines.append(
-                f"| {c['mix']} | {c['clients']} | {_pair(sb and sb['rps'], sn and sn['rps'])} | {fmt(r['rps'])} | "
-                f"{_pair(sb and sb['round_spread'], sn and sn['round_spread'], 2)} | "
-                f"{_pair(sb and sb['requests'], sn and sn['requests'], 0)} | "
-                f"{_pair(_p(sb, 'remember', 'p50'), _p(sn, 'remember', 'p50'))} | "
-                f"{_pair(_p(sb, 'remember', 'p99'), _p(sn, 'remember', 'p99'), 0)} | "
-                f"{_pair(_p(sb, 'recall', 'p50'), _p(sn, 'recall', 'p50'))} | "
-                f"{_pair(_p(sb, 'recall', 'p99'), _p(sn, 'recall', 'p99'), 0)} | "
-                f"{fmt(r['remember_p99'])}, {fmt(r['recall_p99'])} | "
-                f"{_pair(sb and sb['errors'], sn and sn['errors'], 0)} | "
-                f"{_pair(sb and sb['other_cores'], sn and sn['other_cores'], 2)} |"
-            )
+            return [
+                c["mix"], c["clients"], _pair(sb and sb["rps"], sn and sn["rps"]), fmt(r["rps"]),
+                _pair(sb and sb["round_spread"], sn and sn["round_spread"], 2),
+                _pair(sb and sb["requests"], sn and sn["requests"], 0),
+                _pair(_p(sb, "remember", "p50"), _p(sn, "remember", "p50")),
+                _pair(_p(sb, "remember", "p99"), _p(sn, "remember", "p99"), 0),
+                _pair(_p(sb, "recall", "p50"), _p(sn, "recall", "p50")),
+                _pair(_p(sb, "recall", "p99"), _p(sn, "recall", "p99"), 0),
+                f"{fmt(r['remember_p99'])}, {fmt(r['recall_p99'])}", _pair(sb and sb["errors"], sn and sn["errors"], 0),
+                _pair(sb and sb["other_cores"], sn and sn["other_cores"], 2),
+            ]  # fmt: skip
+
+        cols = ["mix", "clients", "req/s", "ratio", "round spread", "requests", "remember p50 ms", "remember p99 ms",
+                "recall p50 ms", "recall p99 ms", "p99 ratio (remember, recall)", "errors", "other cores"]  # fmt: skip
+        lines += table(cols, (http_row(c) for c in size["configs"]), "lrlr")
         outcome_lines = []
         for c in size["configs"]:
             if c["mix"] == "read":

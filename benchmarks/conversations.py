@@ -1,165 +1,20 @@
-"""Shared pieces of the retrieval benchmarks (LongMemEval, LoCoMo): a content-keyed embedding
-cache, a settable clock, retrieval metrics, roll-up of memory hits to sessions, and the plain
-baseline built straight on the libraries (Tantivy BM25 with English stemming, MiniLM cosine, RRF).
+"""Shared pieces of the retrieval benchmarks (LongMemEval, LoCoMo): retrieval metrics, roll-up of memory
+hits to sessions, and the plain baseline built straight on the libraries (Tantivy BM25 with English
+stemming, MiniLM cosine, RRF).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import tantivy
 
-from benchmarks.common import CACHE_DIR, progress, say
-
 RRF_K = 60
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-# -- embeddings, cached by content ------------------------------------------------
-
-
-def text_key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-class VectorCache:
-    """Real model vectors kept on disk, keyed by a hash of the exact text: reruns embed nothing.
-
-    Two files under `cache_dir`: `content-vectors-<name>.keys` (one hash a line) and `.npy`, where
-    `name` is the model's unless given (benchmarks.embedding names them per embedder kind too, so that
-    one runtime's vectors never mix with another's).
-    """
-
-    def __init__(
-        self,
-        embed: Callable[[list[str]], np.ndarray],
-        model: str,
-        dim: int,
-        cache_dir: Path = CACHE_DIR,
-        name: str | None = None,
-    ):
-        self._embed = embed
-        self.model, self.dim = model, dim
-        self.name = name or model
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        self._keys_path = cache_dir / f"content-vectors-{self.name}.keys"
-        self._vec_path = cache_dir / f"content-vectors-{self.name}.npy"
-        self._rows: dict[str, int] = {}
-        self._vectors = np.zeros((0, dim), dtype=np.float32)
-        self.embedded = 0
-        if self._keys_path.exists() and self._vec_path.exists():
-            keys = self._keys_path.read_text().split()
-            vectors = np.load(self._vec_path)
-            if vectors.shape == (len(keys), dim):
-                self._rows = {k: i for i, k in enumerate(keys)}
-                self._vectors = vectors.astype(np.float32, copy=False)
-            else:
-                say(f"ignoring the embedding cache {self._vec_path}: {vectors.shape} for {len(keys)} keys")
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    @property
-    def path(self) -> Path:
-        """The vectors' file (the keys are beside it)."""
-        return self._vec_path
-
-    def keys(self) -> set[str]:
-        """The text keys (`text_key`) of every cached vector."""
-        return set(self._rows)
-
-    def vectors_of(self, keys: Sequence[str]) -> np.ndarray:
-        """The cached vectors of these text keys, in their order."""
-        return self._vectors[[self._rows[k] for k in keys]]
-
-    def merge(self, other: VectorCache) -> int:
-        """Take (and save) the vectors `other` holds that this cache does not, e.g. a cache built in parallel
-        in another folder; both must be of one model and kind. How many were taken."""
-        if (other.name, other.dim) != (self.name, self.dim):
-            raise ValueError(f"cannot merge {other.name} ({other.dim}) vectors into {self.name} ({self.dim})")
-        new = [k for k in other.keys() if k not in self._rows]
-        if new:
-            base = len(self._vectors)
-            self._vectors = np.concatenate([self._vectors, other.vectors_of(new)])
-            self._rows.update({k: base + i for i, k in enumerate(new)})
-            self._save()
-        return len(new)
-
-    def has(self, text: str) -> bool:
-        """True when the vector of this exact text is cached."""
-        return text_key(text) in self._rows
-
-    def ensure(self, texts: Iterable[str], *, batch: int = 1024, desc: str = "embed") -> None:
-        """Embed (and save) every text not cached yet, in batches, with a progress bar on a terminal."""
-        todo = list(dict.fromkeys(t for t in texts if text_key(t) not in self._rows))
-        if not todo:
-            return
-        say(f"embedding {len(todo)} texts with {self.name} (cached in {self._vec_path})")
-        todo.sort(key=len)  # similar lengths batch together: less padding
-        with progress(total=len(todo), desc=desc, unit="text") as bar:
-            for start in range(0, len(todo), batch):
-                chunk = todo[start : start + batch]
-                self._add(chunk, np.asarray(self._embed(chunk), dtype=np.float32))
-                self._save()
-                bar.update(len(chunk))
-
-    def _add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        base = len(self._vectors)
-        self._vectors = np.concatenate([self._vectors, vectors])
-        for i, t in enumerate(texts):
-            self._rows[text_key(t)] = base + i
-        self.embedded += len(texts)
-
-    def _save(self) -> None:
-        keys = sorted(self._rows, key=self._rows.__getitem__)
-        tmp_vec = self._vec_path.with_name(self._vec_path.name + ".tmp.npy")
-        tmp_keys = self._keys_path.with_name(self._keys_path.name + ".tmp")
-        np.save(tmp_vec, self._vectors)
-        tmp_keys.write_text("\n".join(keys) + "\n")
-        os.replace(tmp_vec, self._vec_path)
-        os.replace(tmp_keys, self._keys_path)
-
-    def get(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for `texts`, embedding any that are missing."""
-        missing = [t for t in texts if text_key(t) not in self._rows]
-        if missing:
-            self.ensure(missing)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return self._vectors[[self._rows[text_key(t)] for t in texts]]
-
-
-class CachedEmbedder:
-    """An agentmem Embedder (indexes.embed protocol) that serves the real model's vectors from a VectorCache."""
-
-    def __init__(self, cache: VectorCache) -> None:
-        self.cache = cache
-        self.name = cache.model
-        self.dim = cache.dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.cache.get(list(texts))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.cache.get([text])[0]
-
-
-class Clock:
-    """A clock the benchmark sets: sessions are written as of their date, recall runs as of the question's."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 # -- metrics ------------------------------------------------------------------------

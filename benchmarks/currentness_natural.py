@@ -29,18 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (
-    REPO_ROOT,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.tables import table
 
 PAIRS = REPO_ROOT / "data" / "currentness_natural.jsonl"
 DISTRACTORS = REPO_ROOT / "data" / "currentness_distractors.jsonl"
@@ -137,7 +130,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--against", default=DEFAULT_AGAINST, help="baseline commit (a git worktree of it is used)")
     p.add_argument("--noise", type=int, nargs="+", default=[0, 20], help="unrelated memories per project")
     p.add_argument("--pairs", type=Path, default=PAIRS)
-    p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     items = [i for i in load(args.pairs) if args.half == "all" or i["half"] == args.half]
     distractors = [d["text"] for d in load(DISTRACTORS)]
@@ -154,8 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(n): score([r for r in rows if r["noise"] == n], by_id) for n in args.noise
         }
     name = NAME if args.half == "dev" else f"{NAME}_{args.half}"
-    write_json(args.out, name, results)
-    write_report(results, args.out, name, render, plot)
+    publish(results, args.out, name, render, plot)
     return 0
 
 
@@ -174,17 +165,14 @@ def render(results: dict[str, Any]) -> str:
     systems = list(results["systems"])
     noises = list(next(iter(results["systems"].values())))
     lines = [f"## Currentness on natural writing: {results['half']} half, {results['pairs']} pairs (k=5)", ""]
-    head = " | ".join(f"{s} ({n} noise)" for n in noises for s in systems)
-    lines += [f"| % | target | {head} |", "| --- | ---: |" + " ---: |" * (len(systems) * len(noises))]
-    for key, label, target in ROWS:
-        cells = " | ".join(_fmt(results["systems"][s][n][key]) for n in noises for s in systems)
-        lines.append(f"| {label} | {target} | {cells} |")
-    lines += ["", "Newer first by style (no noise):", "", "| style | " + " | ".join(systems) + " |",
-              "| --- |" + " ---: |" * len(systems)]  # fmt: skip
-    styles = results["systems"][systems[0]][noises[0]]["newer_first_by_style"]
-    for style in styles:
-        row = " | ".join(_fmt(results["systems"][s][noises[0]]["newer_first_by_style"].get(style)) for s in systems)
-        lines.append(f"| {style} | {row} |")
+    cols = ["%", "target", *(f"{s} ({n} noise)" for n in noises for s in systems)]
+    rows = ([label, target, *(_fmt(results["systems"][s][n][key]) for n in noises for s in systems)]
+            for key, label, target in ROWS)  # fmt: skip
+    lines += table(cols, rows, "l" + "r" * (len(cols) - 1))
+    by_style = {s: results["systems"][s][noises[0]]["newer_first_by_style"] for s in systems}
+    lines += ["", "Newer first by style (no noise):", ""]
+    lines += table(["style", *systems], ([style, *(_fmt(by_style[s].get(style)) for s in systems)]
+                                         for style in by_style[systems[0]]), "l" + "r" * len(systems))  # fmt: skip
     for s in systems:
         got = results["systems"][s][noises[0]]
         lines.append(f"- {s}: updates marked by {got['marked_by']}; look-alikes marked by {got['lookalike_marked_by']}")

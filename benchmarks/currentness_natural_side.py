@@ -17,22 +17,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-# Run as a script, Python puts benchmarks/ first on sys.path; the side's own tree must come first.
+# Run as a script, Python puts benchmarks/ first on sys.path: the side's own tree must come first, and of
+# benchmarks/ only harness/standalone/ is wanted (sidekit: the standard library only).
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path[0] = str(Path(__file__).resolve().parent / "harness" / "standalone")
 
 import numpy as np  # noqa: E402
+from sidekit import Clock  # noqa: E402
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 K = 5
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def noise_of(item: dict[str, Any], distractors: list[str], n: int, seed: int) -> list[str]:
@@ -44,7 +38,7 @@ def agentmem_rows(spec: dict[str, Any]) -> list[dict[str, Any]]:
     from agentmem import Memory
     from indexes.onnx_embed import OnnxEmbedder
 
-    clock = Clock()
+    clock = Clock(START)
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp), embedder=OnnxEmbedder(), clock=clock) as mem:
         for n in spec["noise"]:

@@ -27,20 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    Corpus,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 NAME = "embedders"
 BACKENDS = ("torch", "onnx")
@@ -103,13 +96,11 @@ def token_count(texts: Sequence[str]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA)
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds per backend and thread count (2)")
     p.add_argument("--threads", default="1,2", help="intra-op thread counts, comma separated (1,2)")
     p.add_argument("--queries", type=int, default=300, help="questions embedded one at a time per round (300)")
     p.add_argument("--texts", type=int, default=1000, help="corpus texts embedded in batches per round (1000)")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # one round, in its own process
     args = p.parse_args(argv)
     if args.worker:
@@ -150,8 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lowest_cosine_onnx_vs_torch": {str(n): round(c, 6) for n, c in lowest.items()},
         "runs": {k: [{**r, "query_ms": percentiles(r["query_ms"])} for r in rs] for k, rs in runs.items()},
     }
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render, plot)
+    publish(results, args.out, NAME, render, plot)
     return 0
 
 
@@ -164,14 +154,12 @@ def render(results: dict[str, Any]) -> str:
         f"time (mean {s['mean_query_tokens']} tokens), {s['texts']} corpus texts in batches of 32 (mean "
         f"{s['mean_text_tokens']} tokens).",
         "",
-        "| backend / threads | query p50 ms | p95 | p99 | batch texts/s | load s | peak RSS MB | torch in process |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
+        *table(["backend / threads", "query p50 ms", "p95", "p99", "batch texts/s", "load s", "peak RSS MB",
+                "torch in process"], ([
+            key, *(f"{v['query_ms'][p]:.2f}" for p in ("p50", "p95", "p99")), f"{v['texts_per_second']:.0f}",
+            f"{v['load_seconds']:.1f}", v["peak_rss_mb"], "yes" if v["torch_loaded"] else "no",
+        ] for key, v in results["summary"].items()), "lrrrrrrc"),  # fmt: skip
     ]
-    for key, v in results["summary"].items():
-        q = v["query_ms"]
-        torch = "yes" if v["torch_loaded"] else "no"
-        lines.append(f"| {key} | {q['p50']:.2f} | {q['p95']:.2f} | {q['p99']:.2f} | {v['texts_per_second']:.0f} | "
-                     f"{v['load_seconds']:.1f} | {v['peak_rss_mb']} | {torch} |")  # fmt: skip
     lines += ["", "Ratios onnx / torch at each thread count (query p50 below 1 is faster, texts/s above 1):", ""]
     for n in s["threads"]:
         t, o = results["summary"].get(f"torch/{n}"), results["summary"].get(f"onnx/{n}")

@@ -28,8 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import CACHE_DIR, RESULTS, command_line, machine_info, parser, say, write_results
-from benchmarks.conversations import VectorCache
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.embedder import VectorCache
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR
+from benchmarks.harness.report import write_results
+from benchmarks.harness.tables import table
 from indexes.embed import MINILM_NAME, SentenceTransformerEmbedder
 from indexes.onnx_embed import EMBEDDERS, OnnxEmbedder
 
@@ -156,7 +160,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--against", choices=KINDS, default="torch", help="the reference kind (default torch)")
     p.add_argument("--embedder", choices=KINDS, default="onnx", help="the kind compared (default onnx)")
     p.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
-    p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     a, b = vector_cache(args.embedder, cache_dir=args.cache_dir), vector_cache(args.against, cache_dir=args.cache_dir)
     say(f"{args.embedder}: {len(a)} cached vectors; {args.against}: {len(b)}")
@@ -166,14 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     md = (
         f"# {args.embedder} vectors against {args.against} vectors\n\n"
         f"Cosine between the two vectors of each text both caches hold ({c['texts']} texts):\n\n"
-        "| min | p0.1 | p1 | median | largest 1 - cosine | largest component difference | below 0.9999 |\n"
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-        + (
-            f"| {c['min']} | {c['p0.1']} | {c['p1']} | {c['median']} | {c['largest_1_minus_cosine']} "
-            f"| {c['largest_component_difference']} | {c['below_0.9999']} |\n"
-            if c["texts"]
-            else "| | | | | | | |\n"
-        )  # fmt: skip
+        + "\n".join(table(
+            ["min", "p0.1", "p1", "median", "largest 1 - cosine", "largest component difference", "below 0.9999"],
+            [[c[k] if c["texts"] else "" for k in ("min", "p0.1", "p1", "median", "largest_1_minus_cosine",
+                                                   "largest_component_difference", "below_0.9999")]], "r" * 7))
+        + "\n"  # fmt: skip
         + f"\nProduced by (from the repository root):\n\n    {res['command']}\n"
     )
     print(md)

@@ -40,11 +40,7 @@ import json
 import multiprocessing as mp
 import os
 import queue
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,40 +52,25 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    stop_process,
-    summarise_rounds,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import add_load_arguments, check_load_arguments, command_line, parser, progress, say
+from benchmarks.harness.client import keepalive_client, take, timed_post
+from benchmarks.harness.clock import CpuWindow, time_calls
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import VectorsEmbedder
+from benchmarks.harness.machine import machine_info, uncommitted_notes
+from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
+from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.server import HOST, ServerProcess, free_port, proc_status, stop_on_sigterm
+from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.tables import fmt, table, targets_table
 
 PROJECT = "bench"  # the project of the loaded memories (benchmarks.latency.PROJECT)
 K = 10
 SERVER_QUERY_CACHE = 1024  # SentenceTransformerEmbedder's default cache_size, which the server uses
 TARGETS = {"size": 100_000, "clients": 1, "p50": 15.0, "p99": 40.0}
-HOST = "127.0.0.1"  # loopback only
 
 
 # -- the load-generating client process ---------------------------------------------------
-
-
-def _next_index(counter: Any) -> int:
-    with counter.get_lock():
-        i = int(counter.value)
-        counter.value = i + 1
-    return i
 
 
 def client_worker(
@@ -108,14 +89,10 @@ def client_worker(
     """One client process: its own keep-alive connection, `warmup` untimed requests, then timed
     requests until `duration` seconds have passed or `max_requests` were sent."""
     try:
-        import httpx
-
-        headers = {"Authorization": f"Bearer {secret}"}
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         clock = time.perf_counter
-        with httpx.Client(base_url=url, headers=headers, timeout=timeout, limits=limits) as http:
+        with keepalive_client(url, secret, timeout) as http:
             for _ in range(warmup):  # opens the connection; these queries use counter slots too
-                i = _next_index(counter)
+                i = take(counter)
                 http.post("/v1/recall", json={"query": pool[i % len(pool)], "k": K, "project": PROJECT})
             out.put(("ready", wid, None))
             if not go.wait(600):
@@ -130,22 +107,11 @@ def client_worker(
             start = clock()
             stop_at = start + duration
             while len(lat) < max_requests and clock() < stop_at:
-                i = _next_index(counter)
+                i = take(counter)
                 body = {"query": pool[i % len(pool)], "k": K, "project": PROJECT}
-                t0 = clock()
-                try:
-                    r = http.post("/v1/recall", json=body)
-                    content = r.content
-                    t1 = clock()
-                    code = r.status_code
-                except Exception as exc:  # counted as an error; the loop goes on (bounded by time and count)
-                    t1 = clock()
-                    code = 0
-                    content = b""
-                    if len(errors) < 5:
-                        errors.append(f"{type(exc).__name__}: {exc}")
+                code, content, ms = timed_post(http, "/v1/recall", body, clock, errors)
                 idx.append(i)
-                lat.append((t1 - t0) * 1000.0)
+                lat.append(ms)
                 status.append(code)
                 n_hits = -1
                 if 200 <= code < 300:
@@ -181,82 +147,14 @@ def client_worker(
 # -- the server subprocess ----------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def proc_status(pid: int) -> dict[str, int]:
-    """VmRSS, VmHWM (kB) and Threads of a process, from /proc/<pid>/status."""
-    out: dict[str, int] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM", "Threads"):
-                out[key] = int(value.split()[0])
-    except (OSError, ValueError):
-        pass
-    return out
-
-
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def proc_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process (its own threads), from /proc/<pid>/stat."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-        fields = raw[raw.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def machine_busy_seconds() -> float | None:
-    """CPU seconds spent busy by the whole machine since boot (all cores), from /proc/stat."""
-    try:
-        first = Path("/proc/stat").read_text().splitlines()[0].split()
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in first[1:9])
-        return (user + nice + system + irq + softirq + steal) / _TICK
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def self_cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
-class Server:
+class Server(ServerProcess):
     """`python -m agentmem --data-dir DIR serve` on a free loopback port, with one admin token for PROJECT."""
 
     def __init__(self, data_dir: Path, log_path: Path, *, ready_timeout: float, stop_timeout: float) -> None:
+        super().__init__(log_path, ready_timeout=ready_timeout, stop_timeout=stop_timeout)
         self.data_dir = data_dir
-        self.log_path = log_path
-        self.ready_timeout = ready_timeout
-        self.stop_timeout = stop_timeout
-        self.secret = secrets.token_urlsafe(24)  # 32 characters
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.port = 0
-        self.started_seconds: float | None = None
-        self.stop_info: dict[str, Any] = {}
-        self._log: Any = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
 
     def start(self) -> None:
-        import httpx
-
-        from agentmem.client import serving
-
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEM_")}
         env["AGENTMEM_TOKENS"] = f"bench:{self.secret}:admin:{PROJECT}"
         env["PYTHONUNBUFFERED"] = "1"
@@ -267,89 +165,17 @@ class Server:
                 sys.executable, "-m", "agentmem", "--data-dir", str(self.data_dir),
                 "serve", "--host", HOST, "--port", str(self.port),
             ]  # fmt: skip
-            self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-            t0 = time.perf_counter()
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-            deadline = t0 + self.ready_timeout
-            with httpx.Client(base_url=self.url, timeout=2.0) as http:
-                while time.perf_counter() < deadline:
-                    if self.proc.poll() is not None:
-                        break
-                    try:
-                        if serving(http.get("/ready")):  # the engine is loaded
-                            self.started_seconds = round(time.perf_counter() - t0, 2)
-                            return
-                    except httpx.HTTPError:
-                        pass
-                    time.sleep(0.1)
-            code = self.proc.poll()
-            last_error = (
-                f"server exited with {code}" if code is not None else f"not serving in {self.ready_timeout} s"
-            )
+            self.spawn(cmd, cwd=REPO_ROOT, env=env)
+            why = self.poll_ready(0.1)
+            if why is None:
+                return
+            last_error = f"server {why}"
             self.stop()
             say(f"  server start attempt {attempt + 1} failed: {last_error}; log tail:\n{self.log_tail()}")
         raise RuntimeError(f"the server did not start: {last_error}")
 
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after `stop_timeout` seconds."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            info = stop_process(proc, self.stop_timeout)
-            self.stop_info = info
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def log_problems(self) -> list[str]:
-        try:
-            text = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return []
-        return [ln for ln in text if " ERROR " in ln or "Traceback" in ln or " WARNING " in ln][:20]
-
 
 # -- one measured configuration -----------------------------------------------------------
-
-
-class Stats:
-    """CPU accounting around a measured window: server, clients, this process and everyone else."""
-
-    def __init__(self, server_pid: int | Sequence[int] | None) -> None:
-        # several pids (the nodes of one database, and its processes): their CPU summed as "server"
-        self.server_pid = [server_pid] if isinstance(server_pid, int) else list(server_pid or [])
-        self.busy0 = machine_busy_seconds()
-        self.server0 = self._server_cpu()
-        self.self0 = self_cpu_seconds()
-        self.t0 = time.perf_counter()
-
-    def finish(self, client_cpu: float) -> dict[str, Any]:
-        wall = time.perf_counter() - self.t0
-        busy1 = machine_busy_seconds()
-        server1 = self._server_cpu()
-        out: dict[str, Any] = {"window_seconds": round(wall, 3), "client_cpu_seconds": round(client_cpu, 3)}
-        server_cpu = None if server1 is None or self.server0 is None else server1 - self.server0
-        out["server_cpu_seconds"] = None if server_cpu is None else round(server_cpu, 3)
-        self_cpu = self_cpu_seconds() - self.self0
-        if busy1 is not None and self.busy0 is not None and server_cpu is not None and wall > 0:
-            busy = busy1 - self.busy0
-            other = max(0.0, busy - server_cpu - client_cpu - self_cpu)
-            out["machine_busy_cores"] = round(busy / wall, 2)
-            out["server_cores"] = round(server_cpu / wall, 2)
-            out["client_cores"] = round(client_cpu / wall, 2)
-            out["other_cores"] = round(other / wall, 2)  # other processes on the machine: contention
-        return out
-
-    def _server_cpu(self) -> float | None:
-        seconds = [proc_cpu_seconds(pid) for pid in self.server_pid]
-        return None if None in seconds else sum(s for s in seconds if s is not None)
 
 
 def run_clients(
@@ -399,7 +225,7 @@ def run_clients(
                 ready += 1
             else:
                 raise RuntimeError(f"client {wid} failed while warming up:\n{payload}")
-        stats = Stats(server.pid)
+        stats = CpuWindow(server.pid)
         go.set()
         deadline = time.monotonic() + args.duration + args.timeout + 60
         while len(payloads) + len(failures) < clients:
@@ -483,23 +309,6 @@ def http_probe(server: Server, queries: Sequence[str], timeout: float) -> dict[s
 # -- in-process reference -----------------------------------------------------------------
 
 
-class PrecomputedQueries:
-    """The live embedder, but query vectors come from a dict filled beforehand (recall minus embedding)."""
-
-    def __init__(self, inner: Any, vectors: dict[str, np.ndarray]) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dim = inner.dim
-        self.vectors = vectors
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        v = self.vectors.get(text)
-        return v if v is not None else self.inner.embed([text])[0]
-
-
 def inprocess_reference(
     path: Path, emb_live: Any, rounds: Sequence[Sequence[str]], warmup: Sequence[str]
 ) -> dict[str, Any]:
@@ -513,17 +322,12 @@ def inprocess_reference(
     try:
         all_q = list(dict.fromkeys([q for r in rounds for q in r]))
         vectors = {q: embed_query(emb_live, q) for q in progress(all_q, desc="query vectors", unit="query")}
-        pre = PrecomputedQueries(emb_live, vectors)
-        clock = time.perf_counter_ns
+        def query_vector(q: str) -> np.ndarray:
+            v = vectors.get(q)
+            return v if v is not None else emb_live.embed([q])[0]
 
-        def timed(fn: Any, queries: Sequence[str]) -> list[float]:
-            out = []
-            for q in queries:
-                t = clock()
-                fn(q)
-                out.append((clock() - t) / 1e6)
-            return out
-
+        # the live embedder, but query vectors come from the dict filled above (recall minus embedding)
+        pre = VectorsEmbedder(emb_live.name, emb_live.dim, emb_live.embed, query_vector)
         def recall(q: str) -> object:
             return mem.recall(q, project=PROJECT, k=K)
 
@@ -533,17 +337,17 @@ def inprocess_reference(
         for q in warmup:  # untimed: first searcher, BLAS threads
             recall(q)
         modes: dict[str, list[list[float]]] = {"recall+embed": [], "recall (vector precomputed)": [], "embed": []}
-        cpu = Stats(None)  # this process alone: "other_cores" is contention from the rest of the machine
+        cpu = CpuWindow(None)  # this process alone: "other_cores" is contention from the rest of the machine
         for r, queries in enumerate(rounds):
             say(f"    in-process round {r + 1}/{len(rounds)}: {len(queries)} queries x 3 modes")
             mem.embedder = emb_live
-            modes["recall+embed"].append(timed(recall, queries))
+            modes["recall+embed"].append(time_calls(recall, queries))
             mem.embedder = pre
             try:
-                modes["recall (vector precomputed)"].append(timed(recall, queries))
+                modes["recall (vector precomputed)"].append(time_calls(recall, queries))
             finally:
                 mem.embedder = emb_live
-            modes["embed"].append(timed(embed_only, queries))
+            modes["embed"].append(time_calls(embed_only, queries))
         usage = cpu.finish(0.0)
     finally:
         mem.close()
@@ -593,7 +397,7 @@ def bench_size(
         entry["server_start_seconds"] = server.started_seconds
         entry["server_rss_mb_idle"] = round(proc_status(server.pid).get("VmRSS", 0) / 1024, 1)
         say(f"  /health 200 after {server.started_seconds} s on {server.url}; warming up ({args.warmup} requests)")
-        warm_q = [pool[_next_index(counter) % len(pool)] for _ in range(args.warmup)]
+        warm_q = [pool[take(counter) % len(pool)] for _ in range(args.warmup)]
         warm = http_probe(server, warm_q, args.timeout)
         entry["warmup_ms"] = {"first_request": round(warm["lat"][0], 1) if warm["lat"] else None,
                               "rest": percentiles(warm["lat"][1:]), "errors": warm["errors"]}  # fmt: skip
@@ -723,14 +527,6 @@ def _loadavg() -> list[float]:
 # -- report -------------------------------------------------------------------------------
 
 
-def fmt(v: Any, nd: int = 2) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.{nd}f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
-
-
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     size = next((s for s in results["sizes"] if s["size"] == TARGETS["size"]), None)
     one = size["http"].get(str(TARGETS["clients"])) if size else None
@@ -763,27 +559,27 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "## HTTP recall (query embedding included)",
         "",
-        "| size | clients | requests | errors | req/s | p50 ms | p95 ms | p99 ms | median of round p50s | "
-        "server CPU ms/req | server RSS MB (end) | CPU cores: server / clients / other |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for s in results["sizes"]:
-        for c, h in s["http"].items():
-            lat = h["latency_ms"]
-            lines.append(
-                f"| {s['size']:,} | {c} | {h['requests']:,} | {h['errors']} | {fmt(h['throughput_rps'], 1)} | "
-                f"{fmt(lat.get('p50'))} | {fmt(lat.get('p95'))} | {fmt(lat.get('p99'))} | "
-                f"{fmt(lat.get('median_round_p50'))} | {fmt(h['server_cpu_ms_per_request'], 1)} | "
-                f"{fmt(h['server_rss_mb_end'], 0)} | {fmt(h['server_cores'])} / {fmt(h['client_cores'])} / "
-                f"{fmt(h['other_cores'])} |"
-            )
+
+    def http_row(size: int, c: str, h: dict[str, Any]) -> list[Any]:
+        lat = h["latency_ms"]
+        return [
+            f"{size:,}", c, f"{h['requests']:,}", h["errors"], fmt(h["throughput_rps"], 1),
+            *(fmt(lat.get(p)) for p in ("p50", "p95", "p99", "median_round_p50")),
+            fmt(h["server_cpu_ms_per_request"], 1), fmt(h["server_rss_mb_end"], 0),
+            " / ".join(fmt(h[k]) for k in ("server_cores", "client_cores", "other_cores")),
+        ]  # fmt: skip
+
+    cols = ["size", "clients", "requests", "errors", "req/s", "p50 ms", "p95 ms", "p99 ms", "median of round p50s",
+            "server CPU ms/req", "server RSS MB (end)", "CPU cores: server / clients / other"]  # fmt: skip
+    lines += table(cols, (http_row(s["size"], c, h) for s in results["sizes"] for c, h in s["http"].items()),
+                   "r" * 11 + "l")  # fmt: skip
     lines += [
         "",
         "## Side by side: 1 client over HTTP vs the same queries in process (same data directory)",
         "",
-        "| size | path | calls | p50 ms | p95 ms | p99 ms | median of round p50s | HTTP / this (p50, p99) |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
+    side_rows: list[list[Any]] = []
     for s in results["sizes"]:
         one = s["http"].get("1")
         if not one:
@@ -799,11 +595,11 @@ def render_markdown(results: dict[str, Any]) -> str:
             ratio = f"{h['p50'] / v['p50']:.2f}x / {h['p99'] / v['p99']:.2f}x" if mode == "recall+embed" else ""
             rows.append((label, v, ratio))
         rows.append(("HTTP /v1/recall, query vector cached on the server (probe)", s["http_cached_vector"], None))
-        for label, v, row_ratio in rows:
-            lines.append(
-                f"| {s['size']:,} | {label} | {v.get('n', 0):,} | {fmt(v.get('p50'))} | {fmt(v.get('p95'))} | "
-                f"{fmt(v.get('p99'))} | {fmt(v.get('median_round_p50'))} | {row_ratio or ''} |"
-            )
+        side_rows += ([f"{s['size']:,}", label, f"{v.get('n', 0):,}",
+                       *(fmt(v.get(p)) for p in ("p50", "p95", "p99", "median_round_p50")), row_ratio or ""]
+                      for label, v, row_ratio in rows)  # fmt: skip
+    cols = ["size", "path", "calls", "p50 ms", "p95 ms", "p99 ms", "median of round p50s", "HTTP / this (p50, p99)"]
+    lines += table(cols, side_rows, "rlrrrrrl")
     lines += ["", "## Where one request's time goes (1 client, p50s)", ""]
     for s in results["sizes"]:
         b = s.get("breakdown")
@@ -816,43 +612,34 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"Other processes used {fmt(s['inprocess'].get('cpu', {}).get('other_cores'))} cores during the "
                 "in-process timing."
             )
-    lines += ["", "## Targets (2-core machine)", "", "| target | measured ms | met |", "| --- | ---: | :---: |"]
-    for t in results["targets"]:
-        met = "not measured" if t["met"] is None else ("yes" if t["met"] else "**no**")
-        lines.append(f"| {t['target']} | {fmt(t['measured_ms'])} | {met} |")
+    lines += ["", "## Targets (2-core machine)", ""]
+    lines += targets_table(results["targets"])
     lines += [
         "",
         "## Query cache",
         "",
-        "| size | distinct questions | requests to the server | questions sent more than once | "
-        "timed requests that could have hit the 1,024-entry cache |",
-        "| ---: | ---: | ---: | ---: | ---: |",
     ]
-    for s in results["sizes"]:
-        qc = s["query_cache"]
-        lines.append(
-            f"| {s['size']:,} | {qc['distinct_questions']:,} | {qc['requests_to_server']:,} | "
-            f"{qc['questions_sent_more_than_once']:,} | {qc['possible_cache_hits_timed']:,} "
-            f"({100 * qc['possible_cache_hit_share']:.1f}%) |"
-        )
-    lines += [
-        "",
-        "## Stores and server",
-        "",
-        "| size | load s | check ok | on disk MB | server start s (to /health) | first request ms | "
-        "RSS MB idle / end / peak | stop |",
-        "| ---: | ---: | :---: | ---: | ---: | ---: | --- | --- |",
-    ]
-    for s in results["sizes"]:
-        st_ = s["store"]
-        stop = s.get("server_stop", {})
-        lines.append(
-            f"| {s['size']:,} | {fmt(st_['load_seconds'], 1)} | {st_['check_ok']} | {fmt(st_.get('disk_mb'), 1)} | "
-            f"{fmt(s.get('server_start_seconds'))} | {fmt(s.get('warmup_ms', {}).get('first_request'), 0)} | "
-            f"{fmt(s.get('server_rss_mb_idle'), 0)} / {fmt(s.get('server_rss_mb_end'), 0)} / "
-            f"{fmt(s.get('server_peak_rss_mb'), 0)} | {stop.get('signal')} in {stop.get('seconds')} s, "
-            f"exit {stop.get('returncode')} |"
-        )
+    qcs = [(s["size"], s["query_cache"]) for s in results["sizes"]]
+    lines += table(["size", "distinct questions", "requests to the server", "questions sent more than once",
+                    "timed requests that could have hit the 1,024-entry cache"], ([
+        f"{size:,}", f"{qc['distinct_questions']:,}", f"{qc['requests_to_server']:,}",
+        f"{qc['questions_sent_more_than_once']:,}",
+        f"{qc['possible_cache_hits_timed']:,} ({100 * qc['possible_cache_hit_share']:.1f}%)",
+    ] for size, qc in qcs), "rrrrr")  # fmt: skip
+
+    def store_row(s: dict[str, Any]) -> list[Any]:
+        st_, stop = s["store"], s.get("server_stop", {})
+        return [
+            f"{s['size']:,}", fmt(st_["load_seconds"], 1), st_["check_ok"], fmt(st_.get("disk_mb"), 1),
+            fmt(s.get("server_start_seconds")), fmt(s.get("warmup_ms", {}).get("first_request"), 0),
+            " / ".join(fmt(s.get(k), 0) for k in ("server_rss_mb_idle", "server_rss_mb_end", "server_peak_rss_mb")),
+            f"{stop.get('signal')} in {stop.get('seconds')} s, exit {stop.get('returncode')}",
+        ]  # fmt: skip
+
+    lines += ["", "## Stores and server", ""]
+    cols = ["size", "load s", "check ok", "on disk MB", "server start s (to /health)", "first request ms",
+            "RSS MB idle / end / peak", "stop"]  # fmt: skip
+    lines += table(cols, (store_row(s) for s in results["sizes"]), "rrcrrr")
     if results.get("notes"):
         lines += ["", "Notes:", ""] + [f"- {n}" for n in results["notes"]]
     return "\n".join(lines) + "\n"
@@ -927,36 +714,22 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("http_latency", __doc__)
+    p = parser("http_latency", __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated (default %(default)s)")
-    p.add_argument("--clients", default="1,4,16", help="concurrent client processes (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds per client count (default %(default)s)")
-    p.add_argument("--duration", type=float, default=15.0, help="seconds per round at most (default %(default)s)")
-    p.add_argument(
-        "--max-requests", type=int, default=300, help="requests per client per round at most (default %(default)s)"
-    )
+    add_load_arguments(p, clients="1,4,16", repeats=2, duration=15.0, max_requests=300, timeout=30.0,
+                       ready_timeout=300.0)  # fmt: skip
     p.add_argument("--warmup", type=int, default=20, help="untimed requests after the server starts (default 20)")
     p.add_argument("--client-warmup", type=int, default=2, help="untimed requests per client process (default 2)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request at most (default 30)")
-    p.add_argument("--ready-timeout", type=float, default=300.0, help="seconds to wait for /health (default 300)")
     p.add_argument("--import-chunk", type=int, default=10_000, help="memories per import_lines call")
     p.add_argument("--quick", action="store_true", help="size 2000, 1 and 4 clients, 1 round of 4 s: a fast check")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go (default: temp)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.clients, args.repeats = "2000", "1,4", 1
         args.duration, args.max_requests, args.warmup = 4.0, 100, 10
     args.size_list = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-    args.client_list = sorted({int(c) for c in args.clients.split(",") if c.strip()})
     if not args.size_list or min(args.size_list) < 1:
         p.error("--sizes: give positive numbers")
-    if not args.client_list or min(args.client_list) < 1 or max(args.client_list) > 64:
-        p.error("--clients: give numbers from 1 to 64")
-    if args.duration <= 0 or args.duration > 600 or args.max_requests < 1 or args.max_requests > 100_000:
-        p.error("--duration must be in (0, 600] and --max-requests in [1, 100000]")
+    check_load_arguments(p, args)
     return args
 
 
@@ -966,11 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     notes: list[str] = []
 
-    # a SIGTERM to the benchmark still stops the server and deletes the data (finally blocks run)
-    def _terminate(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminate)
+    stop_on_sigterm()
     if not sys.stderr.isatty():  # no "Loading weights" bars in logs
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         try:
@@ -980,7 +749,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception:  # an older or missing transformers: bars are cosmetic
             pass
 
-    from benchmarks.common import cached_embeddings
+    from benchmarks.harness.embedder import cached_embeddings
     from indexes.embed import SentenceTransformerEmbedder
 
     say(f"reading data from {args.data}")
@@ -1034,8 +803,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": [],
         "notes": notes,
     }
-    if machine["git"].get("core_changes_uncommitted"):
-        notes.append("the core (agentmem/, indexes/, api/) had uncommitted changes when this ran: see machine.git")
+    notes += uncommitted_notes(machine)
 
     work_root = Path(tempfile.mkdtemp(prefix="agentmem-http-", dir=args.work_dir))
     try:
@@ -1063,8 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append(f"{errors} request(s) failed (non-2xx or exception): see rounds_detail in the JSON")
     results["targets"] = targets(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, "http_latency", results)
-    write_report(results, args.out, "http_latency", render_markdown, plot)
+    publish(results, args.out, "http_latency", render_markdown, plot)
     say(f"wrote {args.out / 'http_latency.json'}, http_latency.md and http_latency.png in {results['total_seconds']} s")
     return 0
 

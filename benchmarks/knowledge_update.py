@@ -67,20 +67,15 @@ from agentmem import Memory, NewMemory, claims
 from agentmem.config import ClaimRules, Config
 from agentmem.provider import ProviderConfig
 from agentmem.records import Hit
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    write_json,
-    write_report,
-)
-from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
+from benchmarks.harness.cli import command_line, parser, progress
+from benchmarks.harness.clock import Clock
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
+from benchmarks.harness.machine import machine_info, machine_line
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import bars_by_measure, publish
+from benchmarks.harness.stats import share
+from benchmarks.harness.tables import part_tables
 from benchmarks.longmemeval import parse_date
 
 DATA = "longmemeval_ku_dev.jsonl.gz"
@@ -142,7 +137,7 @@ def agentmem_rankings(
     q: dict[str, Any],
     turns: Turns,
     path: str,
-    embedder: CachedEmbedder,
+    embedder: VectorsEmbedder,
     work: Path,
     rules: ClaimRules,
     provider: ProviderConfig | None = None,
@@ -240,8 +235,7 @@ def summarise(per_q: list[dict[str, Any]], systems: Sequence[str] = SYSTEMS) -> 
     """Per part (tune, confirm, all) and system: each measure in percent over its questions."""
 
     def pct(rows: list[dict[str, Any]], system: str, m: str, group: str) -> dict[str, Any]:
-        xs = [r["scores"][system][m] for r in rows if r[group]]
-        return {"pct": round(100.0 * sum(xs) / len(xs), 1) if xs else None, "n": len(xs)}
+        return share([r["scores"][system][m] for r in rows if r[group]])
 
     groups = {"fresh_first": "current", "stale5": "current", "fresh5": "current", "earlier10": "earlier"}
     out: dict[str, Any] = {}
@@ -252,12 +246,9 @@ def summarise(per_q: list[dict[str, Any]], systems: Sequence[str] = SYSTEMS) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("knowledge_update", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA / DATA, help="the jsonl.gz file (default %(default)s)")
+    p = parser("knowledge_update", __doc__, data=DEFAULT_DATA / DATA, work_dir=True)
     p.add_argument("--limit", type=int, default=None, help="only the first N scored questions")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument(
         "--adjudicate",
         metavar="URL",
@@ -293,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     said = [s for t in texts for s in claims.of_turn(t, rules)]
     split_seconds = time.perf_counter() - started_split
     cache.ensure([q["question"].strip() for q in items] + texts + said)
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     per_q: list[dict[str, Any]] = []
     superseded: dict[str, float] = {s: 0 for s in systems if s != "naive"}
     asked = {"asked": 0.0, "cached": 0.0}
@@ -356,8 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedder": info(kind, model),
         "machine": machine_info(info(kind, model)),
     }
-    write_json(args.out, "knowledge_update", results)
-    write_report(results, args.out, "knowledge_update", render_markdown, plot)
+    publish(results, args.out, "knowledge_update", render_markdown, plot)
     return 0
 
 
@@ -401,14 +391,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"{TARGETS['fresh_first']}, stale@5 {TARGETS['stale5']}, earlier@10 {TARGETS['earlier10']}.",
         "",
     ]
-    for part in ("tune", "confirm", "all"):
-        s = res["summary"][part]
-        lines += [f"**{part}**", "", "| system | " + " | ".join(LABELS.values()) + " |",
-                  "| --- |" + " ---: |" * len(LABELS)]  # fmt: skip
-        for system in res.get("systems", SYSTEMS):
-            cells = [f"{s[system][m]['pct']} (n={s[system][m]['n']})" for m in LABELS]
-            lines.append(f"| {system} | " + " | ".join(cells) + " |")
-        lines.append("")
+    lines += part_tables(res["summary"], LABELS, res.get("systems", SYSTEMS))
     hist = "with" if res["history"] else "without (recall has no history option in this build)"
     adj = res.get("adjudication")
     if adj:
@@ -431,27 +414,14 @@ def render_markdown(res: dict[str, Any]) -> str:
     lines += [
         "One question is 100/n points: with n around a dozen, a difference of one question is noise.",
         "",
-        f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "
-        f"{res['seconds']} s; {describe(res.get('embedder'))}.",
+        f"{machine_line(res['machine'])}; {res['seconds']} s; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
-    s = res["summary"]["all"]
-    systems = res.get("systems", SYSTEMS)
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    w = 0.8 / len(systems)
-    x = np.arange(len(LABELS))
-    for j, system in enumerate(systems):
-        ax.bar(x + j * w, [s[system][m]["pct"] or 0 for m in LABELS], width=w, label=system)
-    ax.set_xticks(x + w, list(LABELS.values()), fontsize=8)
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("percent of questions")
-    ax.set_title(f"LongMemEval knowledge-update, {res['questions']} questions")
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
+    bars_by_measure(res["summary"]["all"], LABELS, res.get("systems", SYSTEMS), path, ylabel="percent of questions",
+                    title=f"LongMemEval knowledge-update, {res['questions']} questions", ticks_at=1)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,26 +59,17 @@ import numpy as np
 from agentmem import Memory
 from agentmem.recall.timing import STAGES
 from agentmem.records import MemoryVersion
-from agentmem.text import sha256, tokens
-from agentmem.transfer import FORMAT, FORMAT_VERSION, Header, VersionLine
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    summarise_rounds,
-    write_json,
-    write_report,
-)
+from agentmem.text import tokens
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import time_calls
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info, uncommitted_notes
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.store import export_lines, memory_version
+from benchmarks.harness.tables import table, targets_table
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
 PROJECT = "bench"
@@ -216,11 +207,7 @@ class BruteForce:
 
 
 def version_for(i: int, text: str, when: datetime) -> MemoryVersion:
-    return MemoryVersion(
-        id=i, lineage_id=i, version=1, parent_id=None, is_latest=True, status="active", content=text,
-        tier="semantic", kind="fact", project=PROJECT, source="import", salience=0.5, confidence=0.7,
-        created_at=when, valid_from=when, last_reinforced_at=when, content_hash=sha256(text),
-    )  # fmt: skip
+    return memory_version(i, text, when, project=PROJECT)
 
 
 def load_store(
@@ -236,25 +223,18 @@ def load_store(
     """A Memory at `path` holding `texts` as ids 1..N (versions from `make`), loaded through import_lines."""
     t0 = time.perf_counter()
     mem = Memory(path, embedder=embedder)
-    encoder = msgspec.json.Encoder()
-    header = (
-        encoder.encode(Header(FORMAT, FORMAT_VERSION, mem.store.schema_version, embedder.name, embedder.dim, base_time))
-        + b"\n"
-    )
     n = len(texts)
     encode_s = import_s = 0.0
+    chunks = export_lines(texts, vectors, make, model=embedder.name, schema_version=mem.store.schema_version,
+                           base_time=base_time, chunk=chunk)  # fmt: skip
     with progress(total=n, desc=f"import {n}", unit="memory") as bar:
-        for start in range(0, n, chunk):
-            te = time.perf_counter()
-            lines = [header]
-            for i in range(start, min(n, start + chunk)):
-                when = base_time - timedelta(minutes=n - i)  # one a minute, oldest first
-                line = VersionLine(make(i + 1, texts[i], when), vectors[i].tolist())
-                lines.append(encoder.encode(line) + b"\n")
+        te = time.perf_counter()
+        for lines in chunks:
             ti = time.perf_counter()
             mem.import_lines(lines)
             encode_s += ti - te
-            import_s += time.perf_counter() - ti
+            te = time.perf_counter()
+            import_s += te - ti
             bar.update(len(lines) - 1)
     load_s = time.perf_counter() - t0
     tc = time.perf_counter()
@@ -275,19 +255,6 @@ def load_store(
         "vector_docs": stats.vector_docs,
     }
     return mem, info
-
-
-# -- timing -----------------------------------------------------------------------
-
-
-def time_calls(fn: Callable[[str], object], queries: Sequence[str]) -> list[float]:
-    out = []
-    clock = time.perf_counter_ns
-    for q in queries:
-        t0 = clock()
-        fn(q)
-        out.append((clock() - t0) / 1e6)
-    return out
 
 
 class QuerySets:
@@ -702,9 +669,8 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         "## Recall latency (ms)",
         "",
-        "| size | mode | calls | p50 | p95 | p99 | median of round p50s | p50 / p99 vs baseline |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
+    rows = []
     for s in results["sizes"]:
         modes = s["recall"]["modes"]
         for mode in ("recall+embed", "recall", "index", "index.bm25", "index.vectors", "embed",
@@ -714,27 +680,24 @@ def render_markdown(results: dict[str, Any]) -> str:
                 continue
             base = modes.get(COMPARE.get(mode, ""))
             vs = f"{ratio(r, base, 'p50')} / {ratio(r, base, 'p99')} of {COMPARE[mode]}" if mode in COMPARE else ""
-            lines.append(
-                f"| {s['size']:,} | {mode} | {r['n']} | {fmt(r['p50'])} | {fmt(r['p95'])} | {fmt(r['p99'])} | "
-                f"{fmt(r['median_round_p50'])} | {vs} |"
-            )
+            cells = (fmt(r[p]) for p in ("p50", "p95", "p99", "median_round_p50"))
+            rows.append([f"{s['size']:,}", mode, r["n"], *cells, vs])
+    cols = ["size", "mode", "calls", "p50", "p95", "p99", "median of round p50s", "p50 / p99 vs baseline"]
+    lines += table(cols, rows, "rlrrrrrl")
     lines += ["", "Modes:", ""]
     lines += [f"- `{k}`: {v.strip()}" for k, v in MODE_TEXT.items()]
     lines += [
         "",
         "## Where recall time goes (from the p50s above, no profiler)",
         "",
-        "| size | embed | BM25 | vectors | recall without embedding minus index (ranking, filtering, glue) "
-        "| recall+embed |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for s in results["sizes"]:
-        md = s["recall"]["modes"]
-        rest = md["recall"]["p50"] - md["index"]["p50"]
-        lines.append(
-            f"| {s['size']:,} | {fmt(md['embed']['p50'])} | {fmt(md['index.bm25']['p50'])} | "
-            f"{fmt(md['index.vectors']['p50'])} | {fmt(rest)} | {fmt(md['recall+embed']['p50'])} |"
-        )
+    cols = ["size", "embed", "BM25", "vectors", "recall without embedding minus index (ranking, filtering, glue)",
+            "recall+embed"]  # fmt: skip
+    by_size = {s["size"]: s["recall"]["modes"] for s in results["sizes"]}
+    lines += table(cols, ([
+        f"{size:,}", *(fmt(m[mode]["p50"]) for mode in ("embed", "index.bm25", "index.vectors")),
+        fmt(m["recall"]["p50"] - m["index"]["p50"]), fmt(m["recall+embed"]["p50"]),
+    ] for size, m in by_size.items()), "rrrrrr")  # fmt: skip
     prof = results.get("profile")
     if prof:
         lines += [
@@ -745,13 +708,10 @@ def render_markdown(results: dict[str, Any]) -> str:
             "access-count writer, shows only as time the recall thread waited; DuckDB time is inside the part "
             "that makes the call):",
             "",
-            "| part | ms per recall | share |",
-            "| --- | ---: | ---: |",
         ]
-        lines += [
-            f"| {p['part']} | {fmt(p['ms_per_recall'], 3)} | {fmt(100 * (p['share'] or 0), 1)}% |"
-            for p in prof["parts"]
-        ]
+        lines += table(["part", "ms per recall", "share"], ([
+            p["part"], fmt(p["ms_per_recall"], 3), f"{fmt(100 * (p['share'] or 0), 1)}%",
+        ] for p in prof["parts"]), "lrr")  # fmt: skip
     if prof and prof.get("stages"):
         lines += [
             "",
@@ -759,25 +719,22 @@ def render_markdown(results: dict[str, Any]) -> str:
             "of the `agentmem.recall` logger (agentmem.recall.timing; candidates include the query embedding and "
             "both index searches):",
             "",
-            "| stage | mean ms | p50 ms |",
-            "| --- | ---: | ---: |",
         ]
-        lines += [f"| {r['stage']} | {fmt(r['mean_ms'], 3)} | {fmt(r['p50_ms'], 3)} |" for r in prof["stages"]]
+        lines += table(["stage", "mean ms", "p50 ms"],
+                       ([r["stage"], fmt(r["mean_ms"], 3), fmt(r["p50_ms"], 3)] for r in prof["stages"]), "lrr")
     lines += [
         "",
         "## Stores",
         "",
-        "| size | load (import_lines) s | check ok | HNSW recall@n vs exact | top-10 overlap with brute force "
-        "| load average before / after timing |",
-        "| ---: | ---: | :---: | ---: | ---: | --- |",
     ]
-    for s in results["sizes"]:
-        st, sa = s["store"], s["recall"]["sanity"]
-        load = f"{s.get('loadavg_before', ['-'])[0]} / {s.get('loadavg_after', ['-'])[0]}"
-        lines.append(
-            f"| {s['size']:,} | {fmt(st['load_seconds'], 1)} | {st['check_ok']} | "
-            f"{fmt(sa['hnsw_recall_at_n_vs_exact'], 3)} | {fmt(sa['top10_overlap_with_brute_force'], 3)} | {load} |"
-        )
+    cols = ["size", "load (import_lines) s", "check ok", "HNSW recall@n vs exact", "top-10 overlap with brute force",
+            "load average before / after timing"]  # fmt: skip
+    lines += table(cols, ([
+        f"{s['size']:,}", fmt(s["store"]["load_seconds"], 1), s["store"]["check_ok"],
+        fmt(s["recall"]["sanity"]["hnsw_recall_at_n_vs_exact"], 3),
+        fmt(s["recall"]["sanity"]["top10_overlap_with_brute_force"], 3),
+        f"{s.get('loadavg_before', ['-'])[0]} / {s.get('loadavg_after', ['-'])[0]}",
+    ] for s in results["sizes"]), "rrcrrl")  # fmt: skip
     emb = results.get("corpus_embedding") or {}
     if emb.get("texts_per_second"):
         lines += [
@@ -796,32 +753,29 @@ def render_markdown(results: dict[str, Any]) -> str:
             f"{fmt(lat['p50'])} ms, p95 {fmt(lat['p95'])} ms, p99 {fmt(lat['p99'])} ms "
             f"(new texts are embedded inside the call). Check ok afterwards: {rem['check_ok_after']}.",
             "",
-            "| intended | outcome | count |",
-            "| --- | --- | ---: |",
-        ]
-        lines += [f"| {r['intended']} | {r['outcome']} | {r['count']} |" for r in rem["intended_vs_outcome"]]
-        lines += ["", "| outcome | calls | p50 ms | p95 ms | p99 ms |", "| --- | ---: | ---: | ---: | ---: |"]
-        for k, v in sorted(rem["latency_ms_by_outcome"].items()):
-            lines.append(f"| {k} | {v['n']} | {fmt(v['p50'])} | {fmt(v['p95'])} | {fmt(v['p99'])} |")
+            *table(["intended", "outcome", "count"],
+                   ([r["intended"], r["outcome"], r["count"]] for r in rem["intended_vs_outcome"]), "llr"),
+            "",
+            *table(["outcome", "calls", "p50 ms", "p95 ms", "p99 ms"],
+                   ([k, v["n"], *(fmt(v[p]) for p in ("p50", "p95", "p99"))]
+                    for k, v in sorted(rem["latency_ms_by_outcome"].items())), "lrrrr"),
+        ]  # fmt: skip
     rb = results.get("rebuild")
     if rb:
         lines += [
             "",
             f"## Rebuild at {rb['size']:,} ({rb['latest_active']:,} latest memories)",
             "",
-            "| what | seconds | check ok |",
-            "| --- | ---: | :---: |",
-            f"| `mem.rebuild()` (BM25 + vectors from DuckDB, no re-embedding) | {rb['rebuild_seconds']} "
-            f"| {rb['rebuild_check_ok']} |",
-            f"| close | {rb['close_seconds']} | |",
-            f"| open with indexes present | {rb['warm_open_seconds']} | |",
-            f"| cold open: `index/` deleted, `Memory(...)` rebuilds | {rb['cold_open_seconds']} "
-            f"| {rb['cold_open_check_ok']} |",
-        ]
-    lines += ["", "## Targets (2-core machine)", "", "| target | measured ms | met |", "| --- | ---: | :---: |"]
-    for t in results["targets"]:
-        met = "not measured" if t["met"] is None else ("yes" if t["met"] else "**no**")
-        lines.append(f"| {t['target']} | {fmt(t['measured_ms'])} | {met} |")
+            *table(["what", "seconds", "check ok"], [
+                ["`mem.rebuild()` (BM25 + vectors from DuckDB, no re-embedding)", rb["rebuild_seconds"],
+                 rb["rebuild_check_ok"]],
+                ["close", rb["close_seconds"], ""],
+                ["open with indexes present", rb["warm_open_seconds"], ""],
+                ["cold open: `index/` deleted, `Memory(...)` rebuilds", rb["cold_open_seconds"],
+                 rb["cold_open_check_ok"]],
+            ], "lrc"),
+        ]  # fmt: skip
+    lines += ["", "## Targets (2-core machine)", "", *targets_table(results["targets"], fmt)]
     notes = list(results.get("notes") or [])
     cpus = m.get("cpu_count") or 1
     busy = [
@@ -881,7 +835,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("latency", __doc__)
+    p = parser("latency", __doc__, data=DEFAULT_DATA, seed=True)
     p.add_argument("--sizes", default="1000,10000,100000", help="store sizes, comma separated (default %(default)s)")
     p.add_argument(
         "--repeats", type=int, default=3, help="timed rounds per size, each with new queries (default %(default)s)"
@@ -908,12 +862,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--import-chunk", type=int, default=10_000, help="memories per import_lines call (default %(default)s)"
     )
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and 1 round: a fast check")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
     p.add_argument(
         "--work-dir", type=Path, default=None, help="where the temporary data directories go (default: system temp)"
     )
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-remember", action="store_true")
     p.add_argument("--skip-rebuild", action="store_true")
     p.add_argument(
@@ -940,7 +891,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     notes: list[str] = []
     if args.render_only:
-        write_outputs(read_results(args.out, "latency"), args.out)
+        rerender(args.out, "latency", render_markdown, plot)
         return 0
     machine = machine_info()  # early: the git state of the core as this process imported it
 
@@ -1003,8 +954,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": [],
         "notes": notes,
     }
-    if machine["git"].get("core_changes_uncommitted"):
-        notes.append("the core (agentmem/, indexes/, api/) had uncommitted changes when this ran: see machine.git")
+    notes += uncommitted_notes(machine)
 
     base_time = datetime.now(UTC).replace(microsecond=0)
     work_root = Path(tempfile.mkdtemp(prefix="agentmem-latency-", dir=args.work_dir))
@@ -1062,15 +1012,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results["targets"] = targets(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, "latency", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "latency", render_markdown, plot)
     say(f"wrote {args.out / 'latency.json'}, latency.md and latency.png in {results['total_seconds']} s")
     return 0
-
-
-def write_outputs(results: dict[str, Any], out: Path) -> None:
-    """The Markdown table on stdout and in latency.md, and the plot in latency.png."""
-    write_report(results, out, "latency", render_markdown, plot)
 
 
 def print_size(entry: dict[str, Any]) -> None:

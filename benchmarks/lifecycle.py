@@ -37,8 +37,16 @@ import msgspec
 
 from agentmem import Config, Memory
 from agentmem.records import MemoryVersion
-from benchmarks import common
-from benchmarks.latency import PROJECT, K, load_store, time_calls, version_for
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import time_calls
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.stats import percentiles, summarise_rounds
+from benchmarks.harness.tables import table
+from benchmarks.latency import PROJECT, K, load_store, version_for
 from indexes.embed import SentenceTransformerEmbedder, embed_query
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -61,34 +69,31 @@ def recaller(mem: Memory) -> Callable[[str], object]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = common.parser("lifecycle", __doc__)
+    p = parser("lifecycle", __doc__, data=DEFAULT_DATA, seed=True)
     p.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--queries", type=int, default=300, help="distinct queries a round")
     p.add_argument("--dry-runs", type=int, default=5, help="timed dry-run sweeps")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", type=Path, default=common.DEFAULT_DATA)
-    p.add_argument("--out", type=Path, default=common.RESULTS)
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    command = common.command_line("lifecycle", argv)
-    machine = common.machine_info()
-    corpus = common.Corpus.load(args.data, seed=args.seed)
+    command = command_line("lifecycle", argv)
+    machine = machine_info()
+    corpus = Corpus.load(args.data, seed=args.seed)
     size = min(args.size, len(corpus.texts))
     live = SentenceTransformerEmbedder(cache_size=0)
-    vectors = common.cached_embeddings(corpus.texts, size, live.embed, live.name, live.dim)
+    vectors = cached_embeddings(corpus.texts, size, live.embed, live.name, live.dim)
     pool = corpus.queries[: args.queries * args.rounds]
     cached = SentenceTransformerEmbedder(cache_size=len(pool) + 16)
-    for q in common.progress(pool, desc="queries", unit="query"):
+    for q in progress(pool, desc="queries", unit="query"):
         embed_query(cached, q)
     rounds = [pool[r * args.queries : (r + 1) * args.queries] for r in range(args.rounds)]
 
     with tempfile.TemporaryDirectory(prefix="agentmem-lifecycle-") as tmp:
         full_dir, swept_dir = Path(tmp) / "full", Path(tmp) / "swept"
-        common.say(f"loading {size:,} memories")
+        say(f"loading {size:,} memories")
         mem, load = load_store(full_dir, corpus.texts[:size], vectors, cached, chunk=20_000, base_time=NOW,
                                make=faded_or_fresh)  # fmt: skip
         mem.close()
@@ -98,11 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         swept = Memory(swept_dir, embedder=cached, clock=clock, config=Config(sweep_max=size))
         try:
             dry_ms = []
-            for _ in common.progress(range(args.dry_runs), desc="dry-run sweeps"):
+            for _ in progress(range(args.dry_runs), desc="dry-run sweeps"):
                 t0 = time.perf_counter()
                 report = swept.sweep(dry_run=True)
                 dry_ms.append((time.perf_counter() - t0) * 1000)
-            common.say(f"sweeping: {report.archived:,} of {report.examined:,} to archive")
+            say(f"sweeping: {report.archived:,} of {report.examined:,} to archive")
             t0 = time.perf_counter()
             done = swept.sweep()
             sweep_s = time.perf_counter() - t0
@@ -110,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             audited = swept.store.scalar("SELECT count(*) FROM audit WHERE action = 'archive'")
             times: dict[str, list[list[float]]] = {"full": [], "swept": []}
             order = random.Random(args.seed)
-            for qs in common.progress(rounds, desc="recall rounds"):
+            for qs in progress(rounds, desc="recall rounds"):
                 got: dict[str, list[float]] = {"full": [], "swept": []}
                 for q in qs:
                     pair = [("full", full), ("swept", swept)]
@@ -129,12 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "archived": done.archived,
                     "seconds": round(sweep_s, 3),
                     "per_1000_archived_ms": round(sweep_s * 1000 / max(1, done.archived) * 1000, 2),
-                    "dry_run_ms": common.percentiles(dry_ms),
+                    "dry_run_ms": percentiles(dry_ms),
                     "audit_entries": int(audited),
                     "consistent_after": check.ok,
                     "index_docs_after": {r.name: r.count for r in check.indexes},
                 },
-                "recall_ms": {name: common.summarise_rounds(t) for name, t in times.items()},
+                "recall_ms": {name: summarise_rounds(t) for name, t in times.items()},
             }
         finally:
             full.close()
@@ -155,26 +160,26 @@ def markdown(r: dict[str, Any]) -> str:
         f"`{r['command']}` on {m.get('cpu_model') or 'unknown CPU'}, {m.get('cpu_count')} cores; "
         f"{r['settings']['size']:,} memories, half of them faded observations.",
         "",
-        "| what | result |",
-        "|---|---|",
-        f"| memories examined / archived | {s['examined']:,} / {s['archived']:,} |",
-        f"| sweep, archiving them (one run) | {s['seconds']:.2f} s ({s['per_1000_archived_ms']:.0f} ms per 1,000) |",
-        f"| sweep dry run, p50 of {s['dry_run_ms']['n']} | {s['dry_run_ms']['p50']:.0f} ms |",
-        f"| audit entries written | {s['audit_entries']:,} |",
-        f"| indexes consistent after | {'yes' if s['consistent_after'] else 'NO'} ({s['index_docs_after']}) |",
+        *table(["what", "result"], [
+            ["memories examined / archived", f"{s['examined']:,} / {s['archived']:,}"],
+            ["sweep, archiving them (one run)", f"{s['seconds']:.2f} s ({s['per_1000_archived_ms']:.0f} ms per 1,000)"],
+            [f"sweep dry run, p50 of {s['dry_run_ms']['n']}", f"{s['dry_run_ms']['p50']:.0f} ms"],
+            ["audit entries written", f"{s['audit_entries']:,}"],
+            ["indexes consistent after", f"{'yes' if s['consistent_after'] else 'NO'} ({s['index_docs_after']})"],
+        ]),  # fmt: skip
         "",
-        "| recall (k=10, query vector cached) | n | p50 ms | p95 ms | p99 ms |",
-        "|---|---|---|---|---|",
+        *table(["recall (k=10, query vector cached)", "n", "p50 ms", "p95 ms", "p99 ms"], (
+            [name, p["n"], *(f"{p[q]:.2f}" for q in ("p50", "p95", "p99"))]
+            for name, p in (("before: full store", full), ("after: half archived", swept))
+        )),  # fmt: skip
     ]
-    for name, p in (("before: full store", full), ("after: half archived", swept)):
-        lines.append(f"| {name} | {p['n']} | {p['p50']:.2f} | {p['p95']:.2f} | {p['p99']:.2f} |")
     lines += ["", f"p50 after / before: **{r['recall_ratio_p50']}** (same rounds, interleaved query by query)."]
     return "\n".join(lines) + "\n"
 
 
 def write(results: dict[str, Any], out: Path) -> None:
-    common.write_results(out, "lifecycle", results, markdown(results), default=str)
-    plt = common.pyplot()
+    write_results(out, "lifecycle", results, markdown(results), default=str)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     names = ["before (full)", "after (half archived)"]
     parts = [results["recall_ms"]["full"], results["recall_ms"]["swept"]]
@@ -184,7 +189,7 @@ def write(results: dict[str, Any], out: Path) -> None:
     ax.set_ylabel("recall latency, ms")
     ax.set_title(f"Recall before and after archiving {results['sweep']['archived']:,} memories")
     ax.legend()
-    common.save_figure(fig, out / "lifecycle.png", dpi=120)
+    save_figure(fig, out / "lifecycle.png", dpi=120)
 
 
 if __name__ == "__main__":

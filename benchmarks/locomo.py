@@ -41,32 +41,16 @@ import numpy as np
 from agentmem import Memory, NewMemory
 from agentmem.config import Config
 from agentmem.ranking import Weights
-from benchmarks.common import (
-    DEFAULT_DATA,
-    LOCOMO,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
-from benchmarks.conversations import (
-    CachedEmbedder,
-    Clock,
-    SessionBM25,
-    VectorCache,
-    cosine_ranking,
-    evidence_recall,
-    mean,
-    rrf,
-)
+from benchmarks.conversations import SessionBM25, cosine_ranking, evidence_recall, mean, rrf
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import Clock
+from benchmarks.harness.datasets import LOCOMO
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
+from benchmarks.harness.machine import machine_info, machine_line
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.tables import table
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = 5
@@ -114,7 +98,7 @@ def evidence_ids(raw: Sequence[str]) -> list[str]:
 
 
 def agentmem_rankings(
-    turns: list[Turn], questions: list[str], embedder: CachedEmbedder, work: Path, kind: str,
+    turns: list[Turn], questions: list[str], embedder: VectorsEmbedder, work: Path, kind: str,
     currentness: float | None, database_url: str | None = None,
 ) -> tuple[list[list[str]], list[list[str]], dict[str, float]]:  # fmt: skip
     """One fresh Memory for the conversation (on PostgreSQL, given `database_url` of an empty database); the
@@ -198,13 +182,10 @@ def score_rows(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("locomo", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA / LOCOMO, help="locomo10.json (default %(default)s)")
+    p = parser("locomo", __doc__, data=DEFAULT_DATA / LOCOMO, work_dir=True)
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--no-ablations", action="store_true", help="only the default agentmem variant")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/locomo.json")
     return p.parse_args(argv)
 
@@ -212,7 +193,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(read_results(args.out, "locomo"), args.out)
+        rerender(args.out, "locomo", render_markdown, plot)
         return 0
     command = command_line("locomo", argv)
     started = time.perf_counter()
@@ -228,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     cache.ensure([t.text for ts in all_turns for t in ts] + [q["question"].strip() for qa in qas for q in qa])
     embed_seconds = round(time.perf_counter() - t0, 1)
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     variants: dict[str, tuple[str, float | None]] = {
         DEFAULT: ("event", None),
         "agentmem [observation]": ("observation", None),
@@ -287,8 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "machine": machine_info(info(embedder_kind, model)),
     }
-    write_json(args.out, "locomo", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "locomo", render_markdown, plot)
     say(f"done in {results['timing']['total_seconds']} s")
     return 0
 
@@ -310,31 +290,26 @@ def render_markdown(res: dict[str, Any]) -> str:
         "turn, from the top 50 turns); session recall@k is the fraction of the question's evidence sessions among "
         "the top k sessions, as published session-level LoCoMo figures count.",
         "",
-        "| system | recall@5 | recall@10 | any@5 | any@10 | adversarial recall@10 | session recall@5 "
-        "| session recall@10 |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, s in sy.items():
+
+    def overall(name: str, s: dict[str, Any]) -> list[Any]:
         o, adv = s["overall (categories 1-4)"], s["by_category"]["adversarial"]
-        bold = "**" if name == res["default"] else ""
-        lines.append(
-            f"| {bold}{name}{bold} | {o['recall@5']} | {o['recall@10']} | {o['any@5']} | {o['any@10']} "
-            f"| {adv['recall@10']} | {o.get('session_recall@5', '')} | {o.get('session_recall@10', '')} |"
-        )
+        return [f"**{name}**" if name == res["default"] else name, o["recall@5"], o["recall@10"], o["any@5"],
+                o["any@10"], adv["recall@10"], o.get("session_recall@5", ""), o.get("session_recall@10", "")]
+
+    cols = ["system", "recall@5", "recall@10", "any@5", "any@10", "adversarial recall@10", "session recall@5",
+            "session recall@10"]  # fmt: skip
+    lines += table(cols, (overall(name, s) for name, s in sy.items()), "l" + "r" * 7)
     lines += ["", "Per category, recall@5 / recall@10:", ""]
     cats = list(next(iter(sy.values()))["by_category"])
-    lines.append(
-        "| system | " + " | ".join(f"{c} (n={sy[res['default']]['by_category'][c]['n']})" for c in cats) + " |"
-    )
-    lines.append("| --- |" + " --- |" * len(cats))
-    for name, s in sy.items():
-        cells = [f"{s['by_category'][c]['recall@5']} / {s['by_category'][c]['recall@10']}" for c in cats]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += table(["system", *(f"{c} (n={sy[res['default']]['by_category'][c]['n']})" for c in cats)],
+                   ([name, *(f"{s['by_category'][c]['recall@5']} / {s['by_category'][c]['recall@10']}" for c in cats)]
+                    for name, s in sy.items()))  # fmt: skip
     tm = res["timing"]
-    lines += ["", "Timing (this machine):", "", "| variant | ingest s (all conversations) | recall ms (mean) |"]
-    lines.append("| --- | ---: | ---: |")
-    for name, t in tm["per_variant"].items():
-        lines.append(f"| {name} | {t['ingest_seconds_total']} | {t['recall_ms_mean']} |")
+    lines += ["", "Timing (this machine):", ""]
+    lines += table(["variant", "ingest s (all conversations)", "recall ms (mean)"],
+                   ([name, t["ingest_seconds_total"], t["recall_ms_mean"]] for name, t in tm["per_variant"].items()),
+                   "lrr")  # fmt: skip
     m = res["machine"]
     lines += [
         "",
@@ -343,8 +318,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"Embedding this run: {tm['texts_embedded_this_run']} new texts in {tm['embedding_seconds']} s. "
         f"Total {tm['total_seconds']} s.",
         "",
-        f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, {m['memory_gb']} GB, Python {m['python']}, "
-        f"commit {str(m['git']['commit'])[:10]}; {describe(res.get('embedder'))}.",
+        f"{machine_line(m, full=True)}; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -367,11 +341,6 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_title(f"LoCoMo evidence retrieval, {res['scored']} questions")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     save_figure(fig, path)
-
-
-def write_outputs(res: dict[str, Any], out: Path) -> None:
-    """The Markdown table on stdout and in locomo.md, and the plot in locomo.png."""
-    write_report(res, out, "locomo", render_markdown, plot)
 
 
 if __name__ == "__main__":

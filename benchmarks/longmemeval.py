@@ -54,29 +54,10 @@ import numpy as np
 from agentmem import Memory, NewMemory
 from agentmem.config import Config
 from agentmem.ranking import Weights
-from benchmarks.common import (
-    DEFAULT_DATA,
-    LONGMEMEVAL,
-    LONGMEMEVAL_B,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.conversations import (
     ROLLUPS,
-    CachedEmbedder,
-    Clock,
     SessionBM25,
     SessionHit,
-    VectorCache,
     cosine_ranking,
     mean,
     ndcg,
@@ -86,6 +67,14 @@ from benchmarks.conversations import (
     rrf,
 )
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import Clock
+from benchmarks.harness.datasets import LONGMEMEVAL, LONGMEMEVAL_B
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
+from benchmarks.harness.machine import machine_info, machine_line
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.tables import row, table
 
 CUTS = ("user-turns", "turns", "user-turns+session", "session")
 RUN_BY_DEFAULT = ("user-turns", "user-turns+session", "session")
@@ -225,7 +214,7 @@ def texts_to_embed(items: list[dict[str, Any]], cuts: Sequence[str]) -> list[str
 
 
 def agentmem_hits(
-    q: dict[str, Any], run: Run, embedder: CachedEmbedder, work: Path, database_url: str | None = None
+    q: dict[str, Any], run: Run, embedder: VectorsEmbedder, work: Path, database_url: str | None = None
 ) -> tuple[dict[str, list[SessionHit]], dict[str, Any]]:
     """Fill a fresh Memory with the question's haystack, recall with the question: hits naming their
     sessions for each of the run's labels, and the timing (and the time window recall understood).
@@ -358,7 +347,7 @@ def runs_for(args: argparse.Namespace) -> list[Run]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("longmemeval", __doc__)
+    p = parser("longmemeval", __doc__, work_dir=True)
     p.add_argument(
         "--data",
         default=",".join(str(DEFAULT_DATA / f) for f in (LONGMEMEVAL, LONGMEMEVAL_B)),
@@ -381,9 +370,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--cuts", default=",".join(RUN_BY_DEFAULT), help="cuts to run, comma separated (default %(default)s)"
     )
     p.add_argument("--no-ablations", action="store_true", help="skip the kind=observation and currentness=0 runs")
-    p.add_argument("--work-dir", type=Path, default=None, help="where temporary data directories go")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/longmemeval.json")
     args = p.parse_args(argv)
     args.cuts = [c.strip() for c in args.cuts.split(",") if c.strip()]
@@ -399,7 +386,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def record(
-    q: dict[str, Any], runs: list[Run], cache: VectorCache, embedder: CachedEmbedder, work: Path
+    q: dict[str, Any], runs: list[Run], cache: VectorCache, embedder: VectorsEmbedder, work: Path
 ) -> dict[str, Any]:
     """One question's baseline rankings and agentmem hits (for each run's labels), with the timing: all
     that the scores are computed from (see `rank_and_score`), so a recorded run can be scored again."""
@@ -463,7 +450,7 @@ def read_hits(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, An
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(read_results(args.out, "longmemeval"), args.out)
+        rerender(args.out, "longmemeval", render_markdown, plot)
         return 0
     command = command_line("longmemeval", argv)
     if args.from_hits:
@@ -523,8 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dict.fromkeys([BASELINE, default, *(f["choice"] for f in results["cross_validation"].get("folds", []))])
     )
     results["per_question"] = [r | {"scores": {s: r["scores"][s] for s in keep}} for r in per_q]
-    write_json(args.out, "longmemeval", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "longmemeval", render_markdown, plot)
     return 0
 
 
@@ -543,7 +529,7 @@ def collect(args: argparse.Namespace, command: str) -> tuple[list[dict[str, Any]
     t0 = time.perf_counter()
     cache.ensure(texts_to_embed(scored, args.cuts))
     embed_seconds = round(time.perf_counter() - t0, 1)
-    embedder = CachedEmbedder(cache)
+    embedder = VectorsEmbedder.of(cache)
     runs = runs_for(args)
     records: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="agentmem-lme-", dir=args.work_dir))
@@ -579,17 +565,12 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         f"Default: **{res['default']}**. Target: R@5 {TARGET['r5']}, R@10 {TARGET['r10']}, NDCG@10 {TARGET['ndcg10']}.",
         "",
-        "| system | R@5 | R@10 | NDCG@10 | NDCG@10 (lme) | recall_all@10 |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, s in sy.items():
-        o = s["overall"]
-        bold = "**" if name in (res["default"], res["baseline"]) else ""
-        lines.append(
-            f"| {bold}{name}{bold} | {o['r5']} | {o['r10']} | {o['ndcg10']} | {o['ndcg10_lme']} | {o['rall10']} |"
-        )
-    for name, p in res["published"].items():
-        lines.append(f"| {name} | {p['r5']} | {p['r10']} | {p['ndcg10']} | | |")
+    metrics = ("r5", "r10", "ndcg10", "ndcg10_lme", "rall10")
+    rows = [[bold(name, name in (res["default"], res["baseline"])), *(s["overall"][m] for m in metrics)]
+            for name, s in sy.items()]  # fmt: skip
+    rows += [[name, p["r5"], p["r10"], p["ndcg10"], "", ""] for name, p in res["published"].items()]
+    lines += table(["system", "R@5", "R@10", "NDCG@10", "NDCG@10 (lme)", "recall_all@10"], rows, "lrrrrr")
     lines += ["", *halves_table(res), "", *cv_table(res)]
     lines += ["", *variant_table(res), "", *type_table(res), "", *NOTES]
     tm = res["timing"]
@@ -597,11 +578,10 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         "Timing (this machine):",
         "",
-        "| run | ingest s (all questions) | recall ms (mean) | memories / question |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    for name, t in tm["per_run"].items():
-        lines.append(f"| {name} | {t['ingest_seconds_total']} | {t['recall_ms_mean']} | {t['memories_per_question']} |")
+        *table(["run", "ingest s (all questions)", "recall ms (mean)", "memories / question"],
+               ([name, t["ingest_seconds_total"], t["recall_ms_mean"], t["memories_per_question"]]
+                for name, t in tm["per_run"].items()), "lrrr"),
+    ]  # fmt: skip
     lines += [
         "",
         f"Embedding this run: {tm['texts_embedded_this_run']} new texts in {tm['embedding_seconds']} s "
@@ -610,8 +590,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     m = res["machine"]
     lines += [
         "",
-        f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, {m['memory_gb']} GB, Python {m['python']}, "
-        f"commit {str(m['git']['commit'])[:10]}; {describe(res.get('embedder'))}.",
+        f"{machine_line(m, full=True)}; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -629,25 +608,28 @@ def halves_table(res: dict[str, Any]) -> list[str]:
         "Per part and overall, R@5 / R@10 / NDCG@10 (each part a data file; the choices are those of the "
         "cross-validation below):",
         "",
-        "| system | " + " | ".join(f"{h} (n={n[h]})" for h in halves) + f" | all (n={res['scored']}) |",
-        "| --- |" + " --- |" * (len(halves) + 1),
-    ]
-    for name in names:
-        cells = [halves[h][name]["overall"] for h in halves] + [res["systems"][name]["overall"]]
-        bold = "**" if name == res["default"] else ""
-        lines.append(
-            f"| {bold}{name}{bold} | " + " | ".join(f"{o['r5']} / {o['r10']} / {o['ndcg10']}" for o in cells) + " |"
-        )
+        *table(["system", *(f"{h} (n={n[h]})" for h in halves), f"all (n={res['scored']})"], (
+            [bold(name, name == res["default"]), *(three(o) for o in
+             [*(halves[h][name]["overall"] for h in halves), res["systems"][name]["overall"]])]
+            for name in names
+        )),
+    ]  # fmt: skip
     t = "temporal-reasoning"
     if all(t in halves[h][res["baseline"]]["by_type"] for h in halves):
-        head = "| system | " + " | ".join(halves) + " | all |"
-        lines += ["", f"{t}, NDCG@10 per part and overall:", "", head, "| --- |" + " ---: |" * (len(halves) + 1)]
-        for name in names:
-            cells = [halves[h][name]["by_type"][t]["ndcg10"] for h in halves] + [
-                res["systems"][name]["by_type"][t]["ndcg10"]
-            ]
-            lines.append(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
+        lines += ["", f"{t}, NDCG@10 per part and overall:", ""]
+        lines += table(["system", *halves, "all"], ([name, *(halves[h][name]["by_type"][t]["ndcg10"] for h in halves),
+                                                     res["systems"][name]["by_type"][t]["ndcg10"]] for name in names),
+                       "l" + "r" * (len(halves) + 1))  # fmt: skip
     return lines
+
+
+def bold(name: str, yes: bool) -> str:
+    return f"**{name}**" if yes else name
+
+
+def three(o: dict[str, Any]) -> str:
+    """R@5 / R@10 / NDCG@10, one cell."""
+    return f"{o['r5']} / {o['r10']} / {o['ndcg10']}"
 
 
 def cv_table(res: dict[str, Any]) -> list[str]:
@@ -659,16 +641,15 @@ def cv_table(res: dict[str, Any]) -> list[str]:
         f"Cross-validation over the default cut's settings (roll-up x recall variant), picked by {cv['metric']} "
         "on one part and scored on the other, R@5 / NDCG@10:",
         "",
-        "| picked on | choice | on the part it was picked on | on the other part | default there | baseline there |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for f in cv["folds"]:
 
-        def cell(o: dict[str, float]) -> str:
-            return f"{o['r5']} / {o['ndcg10']}"
+    def cell(o: dict[str, float]) -> str:
+        return f"{o['r5']} / {o['ndcg10']}"
 
-        lines.append(f"| {f['chosen_on']} | {f['choice']} | {cell(f['choice_on_train'])} | {cell(f['choice_on_test'])} "
-                     f"| {cell(f['default_on_test'])} | {cell(f['baseline_on_test'])} |")  # fmt: skip
+    cols = ["picked on", "choice", "on the part it was picked on", "on the other part", "default there",
+            "baseline there"]  # fmt: skip
+    parts = ("choice_on_train", "choice_on_test", "default_on_test", "baseline_on_test")
+    lines += table(cols, ([f["chosen_on"], f["choice"], *(cell(f[p]) for p in parts)] for f in cv["folds"]), "llrrrr")
     lines += ["", "Spread between the parts (first minus second), R@5 / NDCG@10: " + "; ".join(
         f"{name}: {d['r5']:+} / {d['ndcg10']:+}" for name, d in cv["spread_between_parts"].items())]  # fmt: skip
     return lines
@@ -680,17 +661,15 @@ def variant_table(res: dict[str, Any]) -> list[str]:
     lines = [
         "Variants, R@5 / R@10 / NDCG@10 (one store per cut and kind; currentness=0 asks the default store again):",
         "",
-        "| cut [kind] | " + " | ".join(ROLLUPS) + " |",
-        "| --- |" + " --- |" * len(ROLLUPS),
     ]
-    for r in rows:
-        cells = []
-        for how in ROLLUPS:
-            o = res["systems"].get(f"{r} / {how}", {}).get("overall")
-            cells.append(f"{o['r5']} / {o['r10']} / {o['ndcg10']}" if o else "")
-        lines.append(f"| {r} | " + " | ".join(cells) + " |")
+
+    def cell(name: str) -> str:
+        o = res["systems"].get(name, {}).get("overall")
+        return three(o) if o else ""
+
+    lines += table(["cut [kind]", *ROLLUPS], ([r, *(cell(f"{r} / {how}") for how in ROLLUPS)] for r in rows))
     b = res["systems"][res["baseline"]]["overall"]
-    lines.append(f"| baseline (BM25 sessions + MiniLM user turns, RRF) | {b['r5']} / {b['r10']} / {b['ndcg10']} | | |")
+    lines.append(row(["baseline (BM25 sessions + MiniLM user turns, RRF)", three(b), "", ""]))
     return lines
 
 
@@ -702,13 +681,9 @@ def type_table(res: dict[str, Any]) -> list[str]:
     lines = [
         "Per question type, R@5 / R@10 / NDCG@10:",
         "",
-        "| system | " + " | ".join(f"{t} (n={sy[res['baseline']]['by_type'][t]['n']})" for t in types) + " |",
-        "| --- |" + " --- |" * len(types),
+        *table(["system", *(f"{t} (n={sy[res['baseline']]['by_type'][t]['n']})" for t in types)],
+               ([n, *(three(sy[n]["by_type"][t]) for t in types)] for n in names)),
     ]
-    for n in names:
-        bt = sy[n]["by_type"]
-        cells = [f"{bt[t]['r5']} / {bt[t]['r10']} / {bt[t]['ndcg10']}" for t in types]
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -730,11 +705,6 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax.set_title(f"LongMemEval-S session retrieval, {res['scored']} questions")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 - 1.0 / (len(names) + 4)), ncol=3, fontsize=8)
     save_figure(fig, path)
-
-
-def write_outputs(res: dict[str, Any], out: Path) -> None:
-    """The Markdown table on stdout and in longmemeval.md, and the plot in longmemeval.png."""
-    write_report(res, out, "longmemeval", render_markdown, plot)
 
 
 if __name__ == "__main__":

@@ -25,19 +25,13 @@ from typing import Any
 import numpy as np
 
 from agentmem.currentness.pair import shipped
-from benchmarks.common import (
-    REPO_ROOT,
-    RESULTS,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    pyplot,
-    save_figure,
-    say,
-    write_results,
-)
 from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import REPO_ROOT
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.tables import table
 
 NAME = "pair_heldout"
 DATA = REPO_ROOT / "data" / "currentness_pairs_heldout.jsonl"
@@ -84,19 +78,19 @@ def shares(pairs: list[dict[str, str]], said: dict[str, np.ndarray]) -> dict[str
 
 
 def markdown(results: dict[str, Any]) -> str:
-    lines = ["| system | replaces: ordered | replaces: marked | other: ordered | other: marked (false mark) |"
-             " restates: ordered |", "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for name in SYSTEMS:
-        r = results["systems"][name]["by_label"]
-        lines.append(f"| {name} | {r['replaces']['ordered']} | {r['replaces']['marked']} | {r['other']['ordered']} | "
-                     f"{r['other']['marked']} | {r['restates']['ordered']} |")  # fmt: skip
+    cols = ["system", "replaces: ordered", "replaces: marked", "other: ordered", "other: marked (false mark)",
+            "restates: ordered"]  # fmt: skip
+    cells = (("replaces", "ordered"), ("replaces", "marked"), ("other", "ordered"), ("other", "marked"),
+             ("restates", "ordered"))  # fmt: skip
+    by_label = {name: results["systems"][name]["by_label"] for name in SYSTEMS}
+    lines = table(cols, ([name, *(r[a][b] for a, b in cells)] for name, r in by_label.items()), "lrrrrr")
     card = results["out_of_fold"]
     lines += ["", "The model's card, out of fold on its training pairs: replaces marked "
               f"{100 * card['replacing_marked']:.1f}, ordered {100 * card['replacing_ordered']:.1f}; other marked "
-              f"{100 * card['another_fact_marked']:.1f}, ordered {100 * card['another_fact_ordered']:.1f}.", "",
-              "| label / style (pair model) | pairs | ordered | marked |", "| --- | ---: | ---: | ---: |"]  # fmt: skip
-    for key, r in results["systems"]["pair model"]["by_style"].items():
-        lines.append(f"| {key} | {r['pairs']} | {r['ordered']} | {r['marked']} |")
+              f"{100 * card['another_fact_marked']:.1f}, ordered {100 * card['another_fact_ordered']:.1f}.", ""]
+    by_style = results["systems"]["pair model"]["by_style"].items()
+    lines += table(["label / style (pair model)", "pairs", "ordered", "marked"],
+                   ([key, r["pairs"], r["ordered"], r["marked"]] for key, r in by_style), "lrrr")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -117,10 +111,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser(NAME, __doc__)
-    p.add_argument("--data", type=Path, default=DATA, help="a JSON Lines file of pairs (default %(default)s)")
+    p = parser(NAME, __doc__, data=DATA)
     p.add_argument("--limit", type=int, default=None, help="only the first N pairs")
-    p.add_argument("--out", type=Path, default=RESULTS)
     add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()

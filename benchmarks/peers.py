@@ -49,25 +49,15 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (
-    DEFAULT_DATA,
-    LOCOMO,
-    LONGMEMEVAL,
-    LONGMEMEVAL_B,
-    RESULTS,
-    Corpus,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import time_calls
+from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B, Corpus
+from benchmarks.harness.embedder import VectorsEmbedder
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 SYSTEMS = ("agentmem", "mem0", "chromadb", "langgraph")
 PACKAGES = {"agentmem": "agentmem", "mem0": "mem0ai", "chromadb": "chromadb", "langgraph": "langgraph"}
@@ -138,20 +128,9 @@ class Lookup:
         return self.vectors[[self.rows[t] for t in texts]]
 
 
-class LookupEmbedder:
+def lookup_embedder(lookup: Lookup) -> VectorsEmbedder:
     """agentmem's Embedder protocol over a Lookup."""
-
-    name = "all-MiniLM-L6-v2"
-    dim = 384
-
-    def __init__(self, lookup: Lookup) -> None:
-        self.lookup = lookup
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.lookup.many(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.lookup.one(text)
+    return VectorsEmbedder("all-MiniLM-L6-v2", 384, lookup.many, lookup.one)
 
 
 def model_path() -> str:
@@ -206,7 +185,7 @@ class AgentMem(System):
 
         self.embedder: Any
         if lookup is not None:
-            self.embedder = LookupEmbedder(lookup)
+            self.embedder = lookup_embedder(lookup)
         elif os.environ.get("AGENTMEM_EMBEDDER", "torch").strip().lower() == "onnx":  # agentmem's own default
             from indexes.onnx_embed import OnnxEmbedder
 
@@ -541,13 +520,8 @@ class Tally:
 
 
 def timed(fn: Callable[[str], object], items: Sequence[str], tally_rss: list[float], desc: str) -> list[float]:
-    out = []
-    clock = time.perf_counter_ns
     before = rss_mb()
-    for item in progress(items, desc=desc, unit="call"):
-        t0 = clock()
-        fn(item)
-        out.append((clock() - t0) / 1e6)
+    out = time_calls(fn, progress(items, desc=desc, unit="call"))
     tally_rss[0] += rss_mb() - before
     return out
 
@@ -660,6 +634,19 @@ def ratio_text(a: float | None, b: float | None) -> str:
     return "-" if not a or not b else f"{a / b:.2f}"
 
 
+def system_row(n: str, r: dict[str, Any]) -> list[Any]:
+    """A system's cells in a row's table: what it held, adds/s, add and search latency, RSS growth."""
+    label = f"**{n}**" if n == "agentmem" else n
+    if "skipped" in r:
+        return [label, f"skipped: {r['skipped']}", "", "", "", ""]
+    v = f" {r['version']}" if r.get("version") and n != "agentmem" else ""
+    return [
+        f"{label}{v}", f"{r['held_at_search']:,}", fmt(r["adds_per_second"]),
+        f"{fmt(r['add_ms'].get('p50'))} / {fmt(r['add_ms'].get('p95'))}",
+        f"{fmt(r['search_ms'].get('p50'), 2)} / {fmt(r['search_ms'].get('p95'), 2)}", fmt(r["rss_growth_mb"], 0),
+    ]  # fmt: skip
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     lines = ["# Peers side by side: agentmem, mem0, chromadb, LangGraph InMemoryStore", ""]
     s = results["settings"]
@@ -675,23 +662,9 @@ def render_markdown(results: dict[str, Any]) -> str:
         lines.append("")
         lines.append(row["how"])
         lines.append("")
-        lines.append("| system | held at search | adds/s | add p50 / p95 ms | search p50 / p95 ms | RSS growth MB |")
-        lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
         sysres = row["systems"]
-        for n, r in sysres.items():
-            if n.startswith("_"):
-                continue
-            label = f"**{n}**" if n == "agentmem" else n
-            if "skipped" in r:
-                lines.append(f"| {label} | skipped: {r['skipped']} | | | | |")
-                continue
-            v = f" {r['version']}" if r.get("version") and n != "agentmem" else ""
-            lines.append(
-                f"| {label}{v} | {r['held_at_search']:,} | {fmt(r['adds_per_second'])} | "
-                f"{fmt(r['add_ms'].get('p50'))} / {fmt(r['add_ms'].get('p95'))} | "
-                f"{fmt(r['search_ms'].get('p50'), 2)} / {fmt(r['search_ms'].get('p95'), 2)} | "
-                f"{fmt(r['rss_growth_mb'], 0)} |"
-            )
+        cols = ["system", "held at search", "adds/s", "add p50 / p95 ms", "search p50 / p95 ms", "RSS growth MB"]
+        lines += table(cols, (system_row(n, r) for n, r in sysres.items() if not n.startswith("_")), "lrrrrr")
         a = sysres.get("agentmem", {})
         peers = [n for n, r in sysres.items() if not n.startswith("_") and n != "agentmem" and "skipped" not in r]
         if "skipped" not in a and peers:
@@ -733,17 +706,11 @@ def plot(results: dict[str, Any], path: Path) -> None:
     save_figure(fig, path)
 
 
-def write_outputs(results: dict[str, Any], out: Path) -> None:
-    write_report(results, out, "peers", render_markdown, plot)
-
-
 # -- main -----------------------------------------------------------------------------
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser("peers", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder (default %(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="where results go (default %(default)s)")
+    p = parser("peers", __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument("--embed-size", type=int, default=10_000, help="texts in the end-to-end row (0 skips it)")
     p.add_argument("--vector-size", type=int, default=0, help="texts in the precomputed-vector row (0 skips it)")
     p.add_argument(
@@ -756,8 +723,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=4, help="interleaved rounds (default %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="compute threads for every system (default %(default)s)")
     p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of %(default)s")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--work-dir", type=Path, default=None, help="where the stores are built (a temporary folder)")
     p.add_argument("--cache-dir", type=Path, default=None, help="the embedding cache (default benchmarks/.cache)")
     p.add_argument("--render-only", action="store_true", help="rewrite peers.md and .png from peers.json")
     p.add_argument(
@@ -783,12 +748,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_outputs(read_results(args.out, "peers"), args.out)
+        rerender(args.out, "peers", render_markdown, plot)
         return 0
     if args.merge:
         merged = merge([json.loads(p.read_text()) for p in args.merge])
-        write_json(args.out, "peers", merged)
-        write_outputs(merged, args.out)
+        publish(merged, args.out, "peers", render_markdown, plot)
         return 0
     command = command_line("peers", argv)
     started = time.perf_counter()
@@ -858,8 +822,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             notes.append(f"{row['mode']} row: mem0 called its LLM {m0['llm_calls']} times with infer=False")
         del a
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, "peers", results)
-    write_outputs(results, args.out)
+    publish(results, args.out, "peers", render_markdown, plot)
     say(f"wrote {args.out / 'peers.json'}, peers.md and peers.png in {results['total_seconds']} s")
     return 0
 
@@ -885,7 +848,7 @@ def vector_row(
     work: Path,
     notes: list[str],
 ) -> dict[str, Any]:
-    from benchmarks.conversations import VectorCache
+    from benchmarks.harness.embedder import VectorCache
     from indexes.embed import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder(threads=args.threads)

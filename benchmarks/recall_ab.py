@@ -57,25 +57,16 @@ from typing import IO, Any
 
 import numpy as np
 
-from benchmarks.common import (
-    CACHE_DIR,
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    Corpus,
-    cached_embeddings,
-    command_line,
-    machine_info,
-    parser,
-    pyplot,
-    read_results,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
 from benchmarks.concurrency import baseline_side, new_side
 from benchmarks.concurrency_load import Side
+from benchmarks.harness.cli import command_line, parser, say
+from benchmarks.harness.datasets import Corpus
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import CACHE_DIR, DEFAULT_DATA, REPO_ROOT
+from benchmarks.harness.report import publish, pyplot, rerender, save_figure
+from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 from benchmarks.time_parsing import questions
 
 NAME = "recall_ab"
@@ -196,19 +187,7 @@ class Child:
 
 
 def stats(ms: Sequence[float]) -> dict[str, Any]:
-    a = np.asarray(ms, dtype=np.float64)
-    if a.size == 0:
-        return {"n": 0}
-    p50, p90, p95, p99 = np.percentile(a, [50, 90, 95, 99])
-    return {
-        "n": int(a.size),
-        "mean": round(float(a.mean()), 3),
-        "p50": round(float(p50), 3),
-        "p90": round(float(p90), 3),
-        "p95": round(float(p95), 3),
-        "p99": round(float(p99), 3),
-        "max": round(float(a.max()), 3),
-    }
+    return percentiles(ms, (50, 90, 95, 99), 3)
 
 
 def paired(base: Sequence[float], new: Sequence[float], seed: int) -> dict[str, Any]:
@@ -331,7 +310,7 @@ _MODEL: Any = None
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = parser(NAME, __doc__)
+    p = parser(NAME, __doc__, data=DEFAULT_DATA, work_dir=True, seed=True)
     p.add_argument(
         "--against",
         default=DEFAULT_BASELINE,
@@ -357,11 +336,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", type=int, default=300, help="recalls profiled per side, 0: none (default %(default)s)")
     p.add_argument("--embedder", choices=("onnx", "torch"), default="onnx", help="the query model (default onnx)")
     p.add_argument("--import-chunk", type=int, default=10_000, help="memories per import_lines call")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the data files (default %(default)s)")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the stores go (default: system temp)")
     p.add_argument("--cache", type=Path, default=CACHE_DIR / NAME, help="the baseline worktree (%(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/recall_ab.json")
     args = p.parse_args(argv)
     if args.size < 1 or args.rounds < 1 or args.queries < 1 or args.batch < 1:
@@ -372,7 +347,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only:
-        write_report(read_results(args.out, NAME), args.out, NAME, render_markdown, plot)
+        rerender(args.out, NAME, render_markdown, plot)
         return 0
     command = command_line(NAME, argv)
     started = time.perf_counter()
@@ -530,8 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     results["target"] = target(results)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(args.out, NAME, results)
-    write_report(results, args.out, NAME, render_markdown, plot)
+    publish(results, args.out, NAME, render_markdown, plot)
     say(f"wrote {args.out / (NAME + '.json')}, .md and .png in {results['total_seconds']} s")
     return 0
 
@@ -565,30 +539,23 @@ def fmt(v: Any, signed: bool = False) -> str:
 def render_table(results: dict[str, Any], key: str, names: Sequence[str]) -> list[str]:
     """One Markdown table of `results[key]` (wall or CPU milliseconds) by mode and query kind."""
     two = len(names) == 2
-    head = "| mode | queries | n | " + " | ".join(f"{n} p50 | {n} p90 | {n} p99" for n in names)
-    rule = "| --- | --- | ---: | " + " | ".join("---: | ---: | ---:" for _ in names)
+    cols = ["mode", "queries", "n", *(f"{n} p{q}" for n in names for q in (50, 90, 99))]
     if two:
-        head += " | Δ p50 | Δ p90 | Δ p99 | ratio p50 | paired Δ median [95% CI] |"
-        rule += " | ---: | ---: | ---: | ---: | ---: |"
-    else:
-        head, rule = head + " |", rule + " |"
-    lines = [head, rule]
+        cols += ["Δ p50", "Δ p90", "Δ p99", "ratio p50", "paired Δ median [95% CI]"]
+    rows = []
     for mode in MODES:
         for kind in KINDS:
             e = results[key][mode][kind]
             if not e["new"]["n"]:
                 continue
-            cells = " | ".join(f"{fmt(e[n]['p50'])} | {fmt(e[n]['p90'])} | {fmt(e[n]['p99'])}" for n in names)
-            row = f"| {mode} | {KIND_TEXT[kind]} | {e['new']['n']} | {cells} |"
+            row = [mode, KIND_TEXT[kind], e["new"]["n"], *(fmt(e[n][p]) for n in names for p in ("p50", "p90", "p99"))]
             if two:
                 d, r, p = e["delta"], e["ratio"], e["paired"]
                 ci = f"[{fmt(p['ci95_ms'][0], True)}, {fmt(p['ci95_ms'][1], True)}]"
-                row += (
-                    f" {fmt(d['p50'], True)} | {fmt(d['p90'], True)} | {fmt(d['p99'], True)} | {fmt(r['p50'])}"
-                    f" | {fmt(p['median_ms'], True)} {ci} |"
-                )
-            lines.append(row)
-    return lines
+                row += [*(fmt(d[q], True) for q in ("p50", "p90", "p99")), fmt(r["p50"])]
+                row.append(f"{fmt(p['median_ms'], True)} {ci}")
+            rows.append(row)
+    return table(cols, rows, "llr" + "r" * (len(cols) - 3))
 
 
 def render_markdown(results: dict[str, Any]) -> str:
@@ -655,14 +622,11 @@ def render_markdown(results: dict[str, Any]) -> str:
             "Cumulative CPU ms per recall of the functions of agentmem/ and indexes/ that grew most (the profiler"
             " inflates Python-heavy code against the unprofiled figures above):",
             "",
-            "| function | new ms | baseline ms | growth ms | calls per recall (new) |",
-            "| --- | ---: | ---: | ---: | ---: |",
-        ]
-        for g in growth:
-            lines.append(
-                f"| `{g['file']}:{g['function']}` | {fmt(g['new_ms'])} | {fmt(g['baseline_ms'])} "
-                f"| {fmt(g['growth_ms'], True)} | {g['new_calls']} |"
-            )
+            *table(["function", "new ms", "baseline ms", "growth ms", "calls per recall (new)"], ([
+                f"`{g['file']}:{g['function']}`", fmt(g["new_ms"]), fmt(g["baseline_ms"]), fmt(g["growth_ms"], True),
+                g["new_calls"],
+            ] for g in growth), "lrrrr"),
+        ]  # fmt: skip
     loaded = ", ".join(f"{n} {sides[n]['store']['load_seconds']} s" for n in names if "store" in sides[n])
     lines += [
         "",

@@ -32,30 +32,18 @@ import json
 import os
 import pstats
 import sys
-import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-# Run as a script, Python puts benchmarks/ first on sys.path; the side's own tree must come first.
+# Run as a script, Python puts benchmarks/ first on sys.path: the side's own tree must come first, and of
+# benchmarks/ only harness/standalone/ is wanted (sidekit: the standard library only).
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path[0] = str(Path(__file__).resolve().parent / "harness" / "standalone")
 
 import numpy as np  # noqa: E402
-
-
-def watch_parent() -> None:
-    """Exit if the benchmark that started this process dies (no orphan holding a data directory)."""
-    parent = os.getppid()
-
-    def loop() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(3)
-
-    threading.Thread(target=loop, name="watch-parent", daemon=True).start()
+from sidekit import watch_parent  # noqa: E402
 
 
 def make_embedder(kind: str, cache_size: int) -> Any:

@@ -36,20 +36,13 @@ import numpy as np
 
 from agentmem.records import MemoryVersion
 from agentmem.supersede import Thresholds, decide
-from benchmarks.common import (
-    DEFAULT_DATA,
-    REPO_ROOT,
-    RESULTS,
-    cached_embeddings,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    write_results,
-)
 from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
+from benchmarks.harness.cli import parser, progress, say
+from benchmarks.harness.embedder import cached_embeddings
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
+from benchmarks.harness.report import pyplot, save_figure, write_results
+from benchmarks.harness.tables import table
 
 FILE = "sick2014_train.tsv"
 LABELS = ("NEUTRAL", "ENTAILMENT", "CONTRADICTION")
@@ -184,9 +177,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("sick", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--out", type=Path, default=RESULTS)
+    p = parser("sick", __doc__, data=DEFAULT_DATA)
     add_arguments(p)
     args = p.parse_args(argv)
     started = time.perf_counter()
@@ -238,35 +229,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["embedder"] = info(kind, emb)
     results["machine"] = machine_info(info(kind, emb))
 
-    def line(name: str, r: dict[str, Any]) -> str:
-        cells = [f"{100 * r[lbl]['rate']:.1f}% ({r[lbl]['fired']}/{r[lbl]['pairs']})" for lbl in LABELS]
-        return f"| {name} | " + " | ".join(cells) + " |"
+    def line(name: str, r: dict[str, Any]) -> list[str]:
+        return [name, *(f"{100 * r[lbl]['rate']:.1f}% ({r[lbl]['fired']}/{r[lbl]['pairs']})" for lbl in LABELS)]
 
-    table = ["| rule | NEUTRAL (false kill) | ENTAILMENT | CONTRADICTION |", "| --- | --- | --- | --- |"]
+    rules = [("new, defaults", "at_defaults"), ("new, defaults, no cosines known", "at_defaults_without_cosines"),
+             ("new: restatement rule alone", "restatement_only"), ("new: same-slot new-value rule alone",
+             "new_value_only")]  # fmt: skip
     if "previous_rule" in results:
-        table.append(line(f"previous: Jaccard >= 0.7 (at {BASE_COMMIT})", results["previous_rule"]))
-    table.append(line("new, defaults", results["at_defaults"]))
-    table.append(line("new, defaults, no cosines known", results["at_defaults_without_cosines"]))
-    table.append(line("new: restatement rule alone", results["restatement_only"]))
-    table.append(line("new: same-slot new-value rule alone", results["new_value_only"]))
-    sweep = ["| supersede (Jaccard) | " + " | ".join(f"cos>={rc}: NEUTRAL / ENTAIL / CONTRA" for rc in rcs) + " |",
-             "| --- |" + " --- |" * len(rcs)]  # fmt: skip
-    for s in grid:
-        cells = []
-        for rc in rcs:
-            pt = next(p for p in points if p["supersede"] == s and p["restate_cosine"] == rc)["rates"]
-            cells.append(" / ".join(f"{100 * pt[lbl]['rate']:.1f}%" for lbl in LABELS))
-        sweep.append(f"| {s} | " + " | ".join(cells) + " |")
-    vs = ["| value_cosine | NEUTRAL | ENTAILMENT | CONTRADICTION |", "| --- | --- | --- | --- |"]
-    for pt in vpoints:
-        vs.append(f"| {pt['value_cosine']} | " + " | ".join(f"{100 * pt['rates'][lbl]['rate']:.2f}%" for lbl in LABELS)
-                  + " |")  # fmt: skip
+        rules.insert(0, (f"previous: Jaccard >= 0.7 (at {BASE_COMMIT})", "previous_rule"))
+    rule_table = table(["rule", "NEUTRAL (false kill)", "ENTAILMENT", "CONTRADICTION"],
+                       (line(name, results[key]) for name, key in rules))  # fmt: skip
+
+    def swept(s: float, rc: float) -> str:
+        pt = next(p for p in points if p["supersede"] == s and p["restate_cosine"] == rc)["rates"]
+        return " / ".join(f"{100 * pt[lbl]['rate']:.1f}%" for lbl in LABELS)
+
+    sweep = table(["supersede (Jaccard)", *(f"cos>={rc}: NEUTRAL / ENTAIL / CONTRA" for rc in rcs)],
+                  ([s, *(swept(s, rc) for rc in rcs)] for s in grid))  # fmt: skip
+    vs = table(["value_cosine", *LABELS], ([pt["value_cosine"], *(f"{100 * pt['rates'][lbl]['rate']:.2f}%"
+                                                                   for lbl in LABELS)] for pt in vpoints))  # fmt: skip
     md = (
         f"# SICK: how often the supersession rule fires\n\n{len(pairs)} pairs of {FILE} "
         f"({results['counts']}); B is remembered after A, through `agentmem.supersede.decide()` with the "
         f"pair's MiniLM cosine. Defaults: {d}. Command: `python -m benchmarks.sick`; "
         f"{results['seconds']['total']} s.\n\n"
-        + "\n".join(table)
+        + "\n".join(rule_table)
         + "\n\n## Restatement rule alone, swept\n\n"
         + "\n".join(sweep)
         + "\n\n## Same-slot new-value rule alone, swept\n\n"
@@ -275,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     write_results(args.out, "sick", results, md)
     plot(results, args.out / "sick.png")
-    print("\n".join(table))
+    print("\n".join(rule_table))
     return 0
 
 

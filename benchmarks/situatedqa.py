@@ -52,21 +52,15 @@ import numpy as np
 
 from agentmem import Memory
 from agentmem.config import Config
-from benchmarks.common import (
-    DEFAULT_DATA,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    progress,
-    pyplot,
-    save_figure,
-    say,
-    write_json,
-    write_report,
-)
-from benchmarks.conversations import CachedEmbedder, Clock, VectorCache
 from benchmarks.embedding import add_arguments, describe, info, kind_of, model_embedder, vector_cache
+from benchmarks.harness.cli import command_line, parser, progress, say
+from benchmarks.harness.clock import Clock
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
+from benchmarks.harness.machine import machine_info, machine_line
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import bars_by_measure, publish
+from benchmarks.harness.stats import share
+from benchmarks.harness.tables import part_tables
 
 DATA = "situatedqa_temp_dev_raw.jsonl"
 PROJECT = "facts"
@@ -169,7 +163,7 @@ def valid_at(f: Fact, d: datetime) -> Version | None:
 # -- the runs --------------------------------------------------------------------------------
 
 
-def agentmem_run(facts: list[Fact], embedder: CachedEmbedder, work: Path) -> tuple[dict[int, dict[str, Any]], int]:
+def agentmem_run(facts: list[Fact], embedder: VectorsEmbedder, work: Path) -> tuple[dict[int, dict[str, Any]], int]:
     """Remember every version in date order in one store, then ask each question (now and as of
     each probe date): per fact, its measures; and how many remembers superseded something."""
     clock = Clock(NOW)
@@ -232,9 +226,6 @@ def scores(f: Fact, ranked: list[tuple[str, str]], as_of: list[bool]) -> dict[st
 
 
 def summarise(facts: list[Fact], runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
-    def pct(xs: list[bool]) -> dict[str, Any]:
-        return {"pct": round(100.0 * sum(xs) / len(xs), 1) if xs else None, "n": len(xs)}
-
     out: dict[str, Any] = {}
     for part in ("tune", "confirm", "all"):
         fs = [f for f in facts if part == "all" or f.part == part]
@@ -242,11 +233,11 @@ def summarise(facts: list[Fact], runs: dict[str, dict[int, dict[str, Any]]]) -> 
         still = [f for f in fs if len(f.versions) == 1]
         out[part] = {
             name: {
-                "current1": pct([s[f.id]["top1_current"] for f in changed]),
-                "dead5": pct([s[f.id]["dead5"] for f in changed]),
-                "kept1": pct([s[f.id]["top1_current"] for f in still]),
-                "as_of1": pct([x for f in fs for x in s[f.id]["as_of"]]),
-                "oracle": pct([x for f in fs for x in s[f.id]["oracle"]]),
+                "current1": share([s[f.id]["top1_current"] for f in changed]),
+                "dead5": share([s[f.id]["dead5"] for f in changed]),
+                "kept1": share([s[f.id]["top1_current"] for f in still]),
+                "as_of1": share([x for f in fs for x in s[f.id]["as_of"]]),
+                "oracle": share([x for f in fs for x in s[f.id]["oracle"]]),
             }
             for name, s in runs.items()
         }
@@ -254,12 +245,9 @@ def summarise(facts: list[Fact], runs: dict[str, dict[int, dict[str, Any]]]) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("situatedqa", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA / DATA, help="the jsonl file (default %(default)s)")
+    p = parser("situatedqa", __doc__, data=DEFAULT_DATA / DATA, work_dir=True)
     p.add_argument("--limit", type=int, default=None, help="only the first N facts")
-    p.add_argument("--work-dir", type=Path, default=None, help="where the temporary data directory goes")
     add_arguments(p)
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     args = p.parse_args(argv)
     started = time.perf_counter()
     facts = load(args.data, args.limit)
@@ -270,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache.ensure([f.question for f in facts] + [v.text for f in facts for v in f.versions])
     work = Path(tempfile.mkdtemp(prefix="agentmem-sqa-", dir=args.work_dir))
     try:
-        mine, superseded = agentmem_run(facts, CachedEmbedder(cache), work)
+        mine, superseded = agentmem_run(facts, VectorsEmbedder.of(cache), work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     runs = {"naive": naive_run(facts, cache), "agentmem": mine}
@@ -289,8 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedder": info(kind, model),
         "machine": machine_info(info(kind, model)),
     }
-    write_json(args.out, "situatedqa", results)
-    write_report(results, args.out, "situatedqa", render_markdown, plot)
+    publish(results, args.out, "situatedqa", render_markdown, plot)
     return 0
 
 
@@ -306,37 +293,18 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"{TARGETS['current1']}, dead@5 {TARGETS['dead5']}, as_of@1 within a point of its oracle.",
         "",
     ]
-    for part in ("tune", "confirm", "all"):
-        s = res["summary"][part]
-        lines += [f"**{part}**", "", "| system | " + " | ".join(LABELS.values()) + " |",
-                  "| --- |" + " ---: |" * len(LABELS)]  # fmt: skip
-        for name, row in s.items():
-            lines.append(f"| {name} | " + " | ".join(f"{row[m]['pct']} (n={row[m]['n']})" for m in LABELS) + " |")
-        lines.append("")
+    lines += part_tables(res["summary"], LABELS, [])
     lines += [
         f"remember() superseded a version {res['superseded']} times.",
         "",
-        f"Machine: {res['machine']['cpu_model']}, commit {str(res['machine']['git']['commit'])[:10]}; "
-        f"{res['seconds']} s; {describe(res.get('embedder'))}.",
+        f"{machine_line(res['machine'])}; {res['seconds']} s; {describe(res.get('embedder'))}.",
     ]
     return "\n".join(lines) + "\n"
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
     s = res["summary"]["all"]
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    names = list(s)
-    w = 0.8 / len(names)
-    x = np.arange(len(LABELS))
-    for j, name in enumerate(names):
-        ax.bar(x + j * w, [s[name][m]["pct"] or 0 for m in LABELS], width=w, label=name)
-    ax.set_xticks(x + w / 2, list(LABELS.values()), fontsize=8)
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("percent")
-    ax.set_title("SituatedQA temporal dev, no keys")
-    ax.legend(fontsize=8)
-    save_figure(fig, path)
+    bars_by_measure(s, LABELS, list(s), path, ylabel="percent", title="SituatedQA temporal dev, no keys", ticks_at=0.5)
 
 
 if __name__ == "__main__":

@@ -33,22 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from agentmem import timewindow
-from benchmarks.common import (
-    DEFAULT_DATA,
-    LOCOMO,
-    LONGMEMEVAL,
-    LONGMEMEVAL_B,
-    RESULTS,
-    command_line,
-    machine_info,
-    parser,
-    percentiles,
-    progress,
-    pyplot,
-    save_figure,
-    write_json,
-    write_report,
-)
+from benchmarks.harness.cli import command_line, parser, progress
+from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL, LONGMEMEVAL_B
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.paths import DEFAULT_DATA
+from benchmarks.harness.report import publish, pyplot, save_figure
+from benchmarks.harness.stats import percentiles
+from benchmarks.harness.tables import table
 
 NOW = datetime(2023, 5, 20, 12, 0, tzinfo=UTC)
 PROBES = [
@@ -126,9 +117,7 @@ def measure(name: str, parse: Callable[[str], Any], before: Callable[[], None], 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = parser("time_parsing", __doc__)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of the data files (default %(default)s)")
-    p.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
+    p = parser("time_parsing", __doc__, data=DEFAULT_DATA)
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")  # dateparser's deprecation warnings
     qs = questions(args.data)
@@ -139,8 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "parsers": {name: measure(name, f, before, qs) for name, (f, before) in parsers().items()},
         "machine": machine_info(),
     }
-    write_json(args.out, "time_parsing", results)
-    write_report(results, args.out, "time_parsing", render, plot)
+    publish(results, args.out, "time_parsing", render, plot)
     return 0
 
 
@@ -151,15 +139,11 @@ def render(res: dict[str, Any]) -> str:
         "Milliseconds per query on one core, one call at a time; `found` is the share of queries in which "
         "the parser found a time.",
         "",
-        "| parser | p50 ms | p95 ms | p99 ms | max ms | found |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *table(["parser", "p50 ms", "p95 ms", "p99 ms", "max ms", "found"], ([
+            name, *(f"{r['ms'][p]:.3f}" for p in ("p50", "p95", "p99")), f"{r['ms']['max']:.1f}",
+            f"{100 * r['found'] / max(1, r['queries']):.1f}%",
+        ] for name, r in res["parsers"].items()), "lrrrrr"),  # fmt: skip
     ]
-    for name, r in res["parsers"].items():
-        ms = r["ms"]
-        share = 100 * r["found"] / max(1, r["queries"])
-        lines.append(
-            f"| {name} | {ms['p50']:.3f} | {ms['p95']:.3f} | {ms['p99']:.3f} | {ms['max']:.1f} | {share:.1f}% |"
-        )
     m = res["machine"]
     lines += ["", f"Machine: {m['cpu_model']}, {m['cpu_affinity']} CPUs, Python {m['python']}."]
     return "\n".join(lines) + "\n"

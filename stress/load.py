@@ -74,7 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
 
-    from benchmarks.common import DEFAULT_DATA, Corpus, cached_embeddings
+    from benchmarks.harness.datasets import Corpus
+    from benchmarks.harness.embedder import cached_embeddings
+    from benchmarks.harness.paths import DEFAULT_DATA
     from benchmarks.latency import load_store, version_for
     from indexes.embed import SentenceTransformerEmbedder
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import backends
-from benchmarks.common import LOCOMO, LONGMEMEVAL
 from benchmarks.databases import fresh_database, with_database
+from benchmarks.harness.datasets import LOCOMO, LONGMEMEVAL
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from benchmarks.__main__ import BENCHMARKS, GROUPS
-from benchmarks.common import write_json, write_report
 from benchmarks.concurrency import parse_args
 from benchmarks.concurrency_load import (
     KEY_EVERY,
@@ -35,6 +34,7 @@ from benchmarks.concurrency_report import (
     summarise_window,
     targets,
 )
+from benchmarks.harness.report import write_json, write_report
 
 
 @pytest.mark.parametrize("percent", [0, 20, 100, 37])
@@ -190,7 +190,7 @@ def test_probe_names_the_tree_a_side_imports(tmp_path: Path) -> None:
     """The baseline's server must run the baseline's code: the launcher reports what it imported."""
     import shutil
 
-    from benchmarks.common import REPO_ROOT
+    from benchmarks.harness.paths import REPO_ROOT
 
     tree = tmp_path / "tree"
     for pkg in ("agentmem", "indexes", "api"):

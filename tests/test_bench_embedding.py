@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from benchmarks import embedding, locomo, longmemeval
-from benchmarks.common import corpus_key, machine_info, parser
+from benchmarks.harness.cli import parser
+from benchmarks.harness.embedder import corpus_key
+from benchmarks.harness.machine import machine_info
 from indexes.embed import SentenceTransformerEmbedder
 from indexes.onnx_embed import OnnxEmbedder
 

@@ -74,7 +74,7 @@ def test_vector_texts_put_cached_first_and_stay_distinct() -> None:
 def test_lookup_serves_the_given_vectors() -> None:
     v = np.eye(3, 384, dtype=np.float32)
     lookup = peers.Lookup(["x", "y", "z"], v)
-    emb = peers.LookupEmbedder(lookup)
+    emb = peers.lookup_embedder(lookup)
     assert np.array_equal(emb.embed(["z", "x"]), v[[2, 0]]) and np.array_equal(emb.embed_query("y"), v[1])
     with pytest.raises(KeyError):
         emb.embed(["not there"])

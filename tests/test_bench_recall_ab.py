@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks import recall_ab
 from benchmarks.__main__ import BENCHMARKS, GROUPS
-from benchmarks.common import DEFAULT_DATA, REPO_ROOT
+from benchmarks.harness.paths import DEFAULT_DATA, REPO_ROOT
 
 NOW = datetime(2023, 5, 20, 12, 0, tzinfo=UTC)
 TIMED = ["What did I do last Saturday?", "What did we decide in March?", "What did I buy two weeks ago?"]

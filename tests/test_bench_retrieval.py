@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 
 from benchmarks.conversations import (
-    CachedEmbedder,
     SessionBM25,
     SessionHit,
-    VectorCache,
     cosine_ranking,
     evidence_recall,
     ndcg,
@@ -21,6 +19,7 @@ from benchmarks.conversations import (
     roll_up,
     rrf,
 )
+from benchmarks.harness.embedder import VectorCache, VectorsEmbedder
 
 
 def test_recall_any_and_all() -> None:
@@ -113,7 +112,7 @@ def test_vector_cache_round_trip(tmp_path: Path) -> None:
         return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
 
     cache = VectorCache(fake, "fake", 2, cache_dir=tmp_path)
-    emb = CachedEmbedder(cache)
+    emb = VectorsEmbedder.of(cache)
     assert emb.embed(["ab", "abc"]).tolist() == [[2.0, 1.0], [3.0, 1.0]]
     again = VectorCache(fake, "fake", 2, cache_dir=tmp_path)  # from disk: nothing embedded again
     assert again.get(["abc"]).tolist() == [[3.0, 1.0]]
