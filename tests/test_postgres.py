@@ -360,10 +360,10 @@ def test_an_import_leaves_the_planner_knowing_the_tables(tmp_path: Path, databas
         assert tuples["bm25_terms"] > 0  # type: ignore[operator]
 
 
-def _exported(tmp_path: Path, name: str, texts: list[str]) -> list[bytes]:
+def _exported(tmp_path: Path, name: str, texts: list[str], **fields: str) -> list[bytes]:
     with Memory(tmp_path / name, embedder=FakeEmbedder()) as local:
         for text in texts:
-            local.remember(text, project="p")
+            local.remember(text, project="p", **fields)  # type: ignore[arg-type]
         return [line if isinstance(line, bytes) else line.encode() for line in local.export_lines()]
 
 
@@ -401,9 +401,7 @@ def test_an_import_into_an_empty_database_builds_the_vector_index_after_its_rows
 def test_a_failed_import_into_an_empty_database_leaves_the_vector_index(tmp_path: Path, database_url: str) -> None:
     """The index is dropped and built again in the import's transaction: an import refused while
     it loads (two current memories holding one key) leaves the index and no rows."""
-    with Memory(tmp_path / "local", embedder=FakeEmbedder()) as local:
-        local.remember("The deploy window is Tuesday", project="p", key="deploy.window")
-        lines = [line if isinstance(line, bytes) else line.encode() for line in local.export_lines()]
+    lines = _exported(tmp_path, "local", ["The deploy window is Tuesday"], key="deploy.window")
     header, body = lines[0], [line for line in lines[1:] if b'"memory"' in line]
     twin = msgspec.json.decode(body[0])
     twin["memory"] = {**twin["memory"], "id": 2, "lineage_id": 2, "content": "The deploy window is Friday"}
