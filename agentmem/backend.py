@@ -27,6 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from agentmem.config import Config
+from agentmem.currentness.analysis import Analysis
 from agentmem.embedded import Embedded
 from agentmem.records import MemoryVersion
 from agentmem.store import StoreOfRecord
@@ -51,6 +52,10 @@ class Live(Current, Protocol):
     def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None: ...
 
     def put(self, v: MemoryVersion) -> None: ...
+
+    def analyses(self, ids: Iterable[int]) -> dict[int, Analysis]:
+        """The text analyses it holds of the current versions among `ids` (`agentmem.currentness.analysis`)."""
+        ...
 
 
 class Indexes(Protocol):

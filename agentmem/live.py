@@ -2,13 +2,15 @@
 
 It mirrors DuckDB exactly because one process owns the store and updates it right after each
 commit. Recall filters and ranks against it, so a stale index can never bring back an old
-version and the hot path makes no DuckDB round trip.
+version and the hot path makes no DuckDB round trip. It also holds each current version's text
+analysis (`agentmem.currentness.analysis`), made once when a commit brings the version in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from agentmem.currentness.analysis import Analysis, analyse, wanted
 from agentmem.records import MemoryVersion
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import identity, slot_of
@@ -22,6 +24,7 @@ class LiveSet:
         self._by_key: dict[Lookup, set[int]] = {}
         self._by_slot: dict[Lookup, set[int]] = {}
         self._by_norm: dict[Lookup, set[int]] = {}
+        self._analysis: dict[int, Analysis] = {}
         for v in versions:
             self.put(v)
 
@@ -72,6 +75,8 @@ class LiveSet:
         self._by_id[v.id] = v  # replaced in place: a concurrent recall never finds it missing
         if old is not None:
             self._unlink(old)
+            if (old.content, old.kind) != (v.content, v.kind):
+                self._analysis.pop(v.id, None)
         for table, lookup in self._lookups(v):
             table.setdefault(lookup, set()).add(v.id)
 
@@ -80,11 +85,34 @@ class LiveSet:
         missing), drop what it removed."""
         for v in added.values():
             self.put(v)
+        self.analyses(added)  # what a commit brings in is read once, now, not by each recall
         for memory_id in gone:
             if memory_id not in added:
                 self.drop(memory_id)
 
+    def analyses(self, ids: Iterable[int]) -> dict[int, Analysis]:
+        """The text analyses of the current versions among `ids` that currentness reads (not
+        events), by id: those held, and the others made now and held (after a restart, a version
+        is analysed when it is first read or by `analyse_all`)."""
+        held, by_id, out = self._analysis, self._by_id, {}
+        for i in ids:
+            a = held.get(i)
+            if a is None:
+                v = by_id.get(i)
+                if v is None or not wanted(v):
+                    continue
+                a = held[i] = analyse(v.content, v.kind)
+            out[i] = a
+        return out
+
+    def analyse_all(self) -> int:
+        """Analyse every current version not analysed yet (after a restart); how many it analysed."""
+        todo = [i for i, v in list(self._by_id.items()) if i not in self._analysis and wanted(v)]
+        self.analyses(todo)
+        return len(todo)
+
     def drop(self, memory_id: int) -> None:
+        self._analysis.pop(memory_id, None)
         v = self._by_id.pop(memory_id, None)
         if v is not None:
             self._unlink(v)

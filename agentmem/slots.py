@@ -7,13 +7,10 @@ and `claims` are the tests. The cases, with examples: docs/design/modules.md#slo
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-import msgspec
-from sentencex import segment
-
+from agentmem.currentness.analysis import SAID, TIMELESS, Analysis, Claim, claims
 from agentmem.records import Hit
 from agentmem.supersede import (
     NUMBER_WORDS,
@@ -30,57 +27,6 @@ from agentmem.timewindow import expressions
 # Question words say what is asked, not which slot.
 _ASKING = frozenset(words("how many much what which where who whom whose why").words)
 SENTENCES_PER_HIT = 3
-# An event is a thing that happened or was said: a later one does not make it older news ("we
-# met twice" stays true of its day). Events take no part, as they never supersede.
-TIMELESS = frozenset({"event"})
-SAID = frozenset({"observation", "claim"})  # the sentences that best match the query are the ones compared
-
-
-class Claim(msgspec.Struct, frozen=True):
-    """A sentence that states something, with the words the rules read off it: all of them as a set,
-    and those that describe its slot (its words less its values and names)."""
-
-    text: str
-    words: Words
-    word_set: frozenset[str]
-    described: frozenset[str]
-
-
-MIN_WORDS = 1  # descriptive words a claim needs besides its values and names: "Thanks, Mel!" states nothing
-# What a value needs in an ASCII sentence (`supersede.words`): a digit, a number word, or a capital
-# letter past the first character that is not the pronoun "I" or one of its contractions.
-_DIGIT_OR_NUMBER = re.compile(r"[0-9]|\b(?:" + "|".join(sorted(NUMBER_WORDS)) + r")\b", re.IGNORECASE)
-_PRONOUN_I = re.compile(r"\bI(?:['\u2019]?(?:m|ve|d|ll))?\b")
-
-
-def _may_hold_value(sentence: str) -> bool:
-    """False only where `words(sentence).values` is empty, read at C speed: most sentences of a
-    conversation name no value, and reading their words costs a hundred times more."""
-    if not sentence.isascii():
-        return True  # folding accents can make a digit or a capital: let `words` read it
-    if _DIGIT_OR_NUMBER.search(sentence) is not None:
-        return True
-    rest = _PRONOUN_I.sub(" ", sentence)[1:]  # the first character starts the sentence: no value
-    return rest.lower() != rest
-
-
-@lru_cache(maxsize=16_384)
-def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
-    """The sentences of `text` that state something: a value, and a word that says
-    what the value is of. Each with its words. With `plain`, also the sentences with no value
-    and at least two words that describe (what was said: "I dedicate an hour a day to it")."""
-    out = []
-    for line in text.split("\n"):
-        for piece in segment("en", line):
-            s = " ".join(piece.split())
-            if not s or not (plain or _may_hold_value(s)):
-                continue
-            w = words(s)
-            all_words = frozenset(w.words)
-            described = all_words - w.values - w.maybe
-            if (w.values and len(described) >= MIN_WORDS) or (plain and len(described) >= 2):
-                out.append(Claim(s, w, all_words, described))
-    return tuple(out)
 
 
 def query_words(query: str) -> frozenset[str]:
@@ -117,9 +63,10 @@ def _says_as_much(a: Claim, b: Claim) -> bool:
     return all(has_b or not has_a for has_a, has_b in zip(shapes[0], shapes[1], strict=True))
 
 
-def _best(text: str, query: frozenset[str], plain: bool = False) -> list[tuple[int, Claim]]:
-    """The claims of `text` with the most query words describing their slot, most first: (how many, claim)."""
-    scored = [(len(query & c.described), c) for c in claims(text, plain)]
+def _best(found: tuple[Claim, ...], query: frozenset[str]) -> list[tuple[int, Claim]]:
+    """The claims `found` in a text with the most query words describing their slot, most first:
+    (how many, claim)."""
+    scored = [(len(query & c.described), c) for c in found]
     scored.sort(key=lambda sc: -sc[0])
     return scored[:SENTENCES_PER_HIT]
 
@@ -189,7 +136,8 @@ def same_slot(
     qa, qb = question_slot(older), question_slot(newer)
     if qa is not None and qb is not None:
         return _asks_same(qa, qb)
-    a, b = _read(_best(older, query, said), query, when), _read(_best(newer, query, said), query, when)
+    a = _read(_best(claims(older, said), query), query, when)
+    b = _read(_best(claims(newer, said), query), query, when)
     return _same_read(a, b, query, query_words, said)
 
 
@@ -199,19 +147,27 @@ def _asks_same(a: tuple[str, str], b: tuple[str, str]) -> bool:
 
 
 def pairs(
-    hits: Sequence[Hit], q: frozenset[str], when_words: frozenset[str], *, query_words_needed: int
+    hits: Sequence[Hit],
+    analyses: Mapping[int, Analysis],
+    q: frozenset[str],
+    when_words: frozenset[str],
+    *,
+    query_words_needed: int,
 ) -> list[tuple[int, int]]:
     """(older, newer) positions of `hits` that state one slot by the tests of the module docstring:
-    the newer strictly later. `q` and `when_words`: the query's `query_words` and `time_words`.
+    the newer strictly later. `analyses`: the hits' texts as written (by memory id; a hit without
+    one, an event, never pairs); `q` and `when_words`: the query's `query_words` and `time_words`.
     `agentmem.currentness.order` places and marks them."""
     head = list(hits)
     when = [h.memory.valid_from for h in head]
     said = [h.memory.kind in SAID for h in head]
-    slots = [question_slot(h.memory.content) for h in head]
-    best = [_best(h.memory.content, q, said[i]) for i, h in enumerate(head)]
+    read_of = [analyses.get(h.memory.id) for h in head]
+    slots = [a.question if a is not None else None for a in read_of]
+    best = [_best((a.said if said[i] else a.claims) if a is not None else (), q) for i, a in enumerate(read_of)]
     # what can pair: not an event, and a question slot or a claim that this query or a rule can read
     can = [
-        h.memory.kind not in TIMELESS and (s is not None or bool(b)) for h, s, b in zip(head, slots, best, strict=True)
+        a is not None and h.memory.kind not in TIMELESS and (s is not None or bool(b))
+        for h, a, s, b in zip(head, read_of, slots, best, strict=True)
     ]
     read = [_read(b, q, when_words) if ok else [] for b, ok in zip(best, can, strict=True)]
     found: list[tuple[int, int]] = []

@@ -12,14 +12,9 @@ from conftest import Clock
 from sentencex import segment
 
 from agentmem import Config, Memory, NewMemory, ValidationError
+from agentmem.currentness.analysis import _may_hold_value, claims
 from agentmem.records import Hit
-from agentmem.slots import (
-    _may_hold_value,
-    claims,
-    query_words,
-    same_slot,
-    time_words,
-)
+from agentmem.slots import query_words, same_slot, time_words
 from agentmem.supersede import words
 from fakes import FakeEmbedder
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import Clock
 
 from agentmem import Memory
-from agentmem.currentness import pair
+from agentmem.currentness import analysis, pair
 from agentmem.currentness.order import PAIR_MODEL, SAME_QUESTION, order
 from agentmem.records import Hit, MemoryVersion, ScoreParts
 
@@ -49,42 +49,51 @@ HITS = [hit(1, "The nightly backup runs at 2am", 0), hit(2, "Lunch is at noon", 
 VECTORS = {1: unit(1, 0.2, 0, 0), 2: unit(0, 0, 1, 0), 3: unit(1, 0.4, 0, 0)}
 
 
+def read(hits: list[Hit]) -> dict[int, analysis.Analysis]:
+    """The hits' analyses, as the live set holds them (none for an event)."""
+    return analysis.of_versions([h.memory for h in hits], {})
+
+
+READ = read(HITS)
+
+
 def ids(hits: list[Hit]) -> list[int]:
     return [h.memory.id for h in hits]
 
 
 def test_the_newer_statement_of_a_topic_goes_first_and_the_older_right_under_it() -> None:
-    out = order(HITS, window=10, vectors=VECTORS, model=model(bias=0.0))  # p = 0.5: ordered, not marked
+    out = order(HITS, window=10, vectors=VECTORS, analyses=READ, model=model(bias=0.0))  # p = 0.5: ordered, not marked
     assert ids(out) == [3, 1, 2]  # the unrelated memory is never put above the older statement
     assert all(h.older_than is None for h in out)
 
 
 def test_the_older_one_is_marked_when_the_model_says_replaced() -> None:
-    out = order(HITS, window=10, vectors=VECTORS, model=model(bias=3.0))  # p = 0.95
+    out = order(HITS, window=10, vectors=VECTORS, analyses=READ, model=model(bias=3.0))  # p = 0.95
     assert ids(out) == [3, 1, 2]
     assert (out[1].older_than, out[1].older_reason) == (3, PAIR_MODEL) and out[0].older_than is None
 
 
 def test_nothing_moves_below_the_order_threshold_or_across_topics_or_without_a_model() -> None:
-    assert ids(order(HITS, window=10, vectors=VECTORS, model=model(bias=-3.0))) == [1, 2, 3]
+    assert ids(order(HITS, window=10, vectors=VECTORS, analyses=READ, model=model(bias=-3.0))) == [1, 2, 3]
     far = {**VECTORS, 3: unit(0, 0, 0, 1)}  # another topic: the cosine is under `topic`
-    assert ids(order(HITS, window=10, vectors=far, model=model(bias=3.0))) == [1, 2, 3]
-    assert ids(order(HITS, window=10, vectors=VECTORS, model=None)) == [1, 2, 3]
-    assert ids(order(HITS, window=2, vectors=VECTORS, model=model(bias=3.0))) == [1, 2, 3]  # 3 is past the window
+    assert ids(order(HITS, window=10, vectors=far, analyses=READ, model=model(bias=3.0))) == [1, 2, 3]
+    assert ids(order(HITS, window=10, vectors=VECTORS, analyses=READ, model=None)) == [1, 2, 3]
+    past = order(HITS, window=2, vectors=VECTORS, analyses=READ, model=model(bias=3.0))
+    assert ids(past) == [1, 2, 3]  # 3 is past the window
 
 
 def test_events_and_question_pairs_are_not_ordered_by_the_model() -> None:
     events = [hit(1, "Deployed v1", 0, kind="event"), hit(3, "Deployed v2", 9, kind="event")]
-    assert ids(order(events, window=10, vectors=VECTORS, model=model(bias=3.0))) == [1, 3]
+    assert ids(order(events, window=10, vectors=VECTORS, analyses=read(events), model=model(bias=3.0))) == [1, 3]
     asked = [hit(1, "Who leads payments? Priya.", 0), hit(3, "Who leads search? Omar.", 9)]
-    assert ids(order(asked, window=10, vectors=VECTORS, model=model(bias=3.0))) == [1, 3]
+    assert ids(order(asked, window=10, vectors=VECTORS, analyses=read(asked), model=model(bias=3.0))) == [1, 3]
     same = [hit(1, "Who leads payments? Priya.", 0), hit(3, "Who leads payments? Omar.", 9)]
-    out = order(same, window=10, vectors=VECTORS, model=None, rule_pairs=[(0, 1)])
+    out = order(same, window=10, vectors=VECTORS, analyses=read(same), model=None, rule_pairs=[(0, 1)])
     assert ids(out) == [3, 1] and out[1].older_reason == SAME_QUESTION
 
 
 def test_a_slot_rule_orders_without_marking() -> None:
-    out = order(HITS, window=10, vectors={}, model=None, rule_pairs=[(0, 2)])
+    out = order(HITS, window=10, vectors={}, analyses=READ, model=None, rule_pairs=[(0, 2)])
     assert ids(out) == [3, 1, 2] and all(h.older_than is None for h in out)
 
 

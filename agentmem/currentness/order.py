@@ -12,10 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 import msgspec
 import numpy as np
 
-from agentmem.currentness.pair import PairModel
+from agentmem.currentness.analysis import Analysis
+from agentmem.currentness.pair import Bags, Inputs, PairModel
 from agentmem.records import Hit
-from agentmem.slots import TIMELESS
-from agentmem.supersede import question_slot
 
 PAIR_MODEL, SAME_QUESTION, CLAIM_SUPERSEDED = "pair model", "same question", "claim superseded"
 
@@ -25,13 +24,15 @@ def order(
     *,
     window: int,
     vectors: Mapping[int, np.ndarray],
+    analyses: Mapping[int, Analysis],
     model: PairModel | None,
     rule_pairs: Iterable[tuple[int, int]] = (),
 ) -> list[Hit]:
     """`hits` (best first) with each topic's newer statements first (see the module docstring).
 
-    `vectors`: the hits' unit vectors by memory id (a hit without one is ordered by the rules
-    only); `rule_pairs`: (older, newer) positions in `hits` that a rule says state one slot."""
+    `vectors`: the hits' unit vectors by memory id; `analyses`: their texts as written, by memory
+    id (a hit without both, such as an event, is ordered by the rules only); `rule_pairs`: (older,
+    newer) positions in `hits` that a rule says state one slot."""
     head, tail = list(hits[:window]), list(hits[window:])
     above: dict[int, set[int]] = {}  # position -> positions of newer hits to place above it
     marks: dict[int, dict[int, str]] = {}  # position -> {newer position: reason}
@@ -42,20 +43,21 @@ def order(
             marks.setdefault(i, {}).setdefault(j, reason)
 
     at = {h.memory.id: i for i, h in enumerate(head)}
-    asks = [question_slot(h.memory.content) is not None for h in head]
+    asks = [(a := analyses.get(h.memory.id)) is not None and a.question is not None for h in head]
     for i, h in enumerate(head):  # a mark made upstream (claims): under the hit it names, when here
         if h.older_than is not None and (j := at.get(h.older_than)) is not None and j != i:
             relate(i, j, h.older_reason or CLAIM_SUPERSEDED)
     for i, j in rule_pairs:
         if i < len(head) and j < len(head):
             relate(i, j, SAME_QUESTION if asks[i] and asks[j] else None)
-    pairs = _topic_pairs(head, vectors, model.topic, asks) if model is not None else []
+    pairs = _topic_pairs(head, vectors, analyses, model.topic, asks) if model is not None else []
     if model is not None and pairs:
         row = {i: r for r, i in enumerate(sorted({i for pair in pairs for i in pair}))}  # each hit read once
-        ordered, marked = model.judge(
-            np.stack([vectors[head[i].memory.id] for i in row]), [head[i].memory.content for i in row],
+        ids = [head[i].memory.id for i in row]
+        ordered, marked = model.judge(Inputs.of(
+            np.stack([vectors[i] for i in ids]), Bags.of([analyses[i].tokens for i in ids]),
             np.array([row[i] for i, _ in pairs]), np.array([row[j] for _, j in pairs]),
-        )  # fmt: skip
+        ))  # fmt: skip
         for (i, j), o, m in zip(pairs, ordered, marked, strict=True):
             if o:
                 relate(i, j, PAIR_MODEL if m else None)
@@ -85,11 +87,12 @@ def order(
 
 
 def _topic_pairs(
-    head: Sequence[Hit], vectors: Mapping[int, np.ndarray], topic: float, asks: Sequence[bool]
-) -> list[tuple[int, int]]:
+    head: Sequence[Hit], vectors: Mapping[int, np.ndarray], analyses: Mapping[int, Analysis], topic: float,
+    asks: Sequence[bool],
+) -> list[tuple[int, int]]:  # fmt: skip
     """(older, newer) positions of hits about one topic: cosine at least `topic`, strictly later,
     not both a question and its answer."""
-    usable = [i for i, h in enumerate(head) if h.memory.kind not in TIMELESS and h.memory.id in vectors]
+    usable = [i for i, h in enumerate(head) if h.memory.id in vectors and h.memory.id in analyses]
     if len(usable) < 2:
         return []
     m = np.stack([vectors[head[i].memory.id] for i in usable])

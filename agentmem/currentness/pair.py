@@ -45,11 +45,11 @@ class Bags(msgspec.Struct, frozen=True):
     words: list[str]
 
     @classmethod
-    def of(cls, texts: Sequence[str]) -> Bags:
-        sets = [token_set(t) for t in texts]
+    def of(cls, sets: Sequence[frozenset[str]]) -> Bags:
+        """The bags of texts given as their `text.token_set`s (an `Analysis` holds each)."""
         index: dict[str, int] = {}
         cols = [[index.setdefault(w, len(index)) for w in s] for s in sets]
-        rows = np.zeros((len(texts), len(index)), dtype=np.float32)
+        rows = np.zeros((len(sets), len(index)), dtype=np.float32)
         for r, c in enumerate(cols):
             rows[r, c] = 1.0
         return cls(rows=rows, words=list(index))
@@ -67,38 +67,53 @@ class Head(msgspec.Struct, frozen=True):
     def each(self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
              newer_texts: Sequence[str]) -> np.ndarray:  # fmt: skip
         """Its probability for n pairs given apart (rows of `older` and `newer`)."""
-        n = len(older_texts)
-        return self.weigh(np.vstack([older, newer]), Bags.of([*older_texts, *newer_texts]), np.arange(n),
-                          np.arange(n, 2 * n))  # fmt: skip
+        return self.weigh(Inputs.apart(older, newer, older_texts, newer_texts))
 
     @property
     def dim(self) -> int:
         """The size of the vectors it reads."""
         return (len(self.weights) - 2) // 3
 
-    def weigh(self, vectors: np.ndarray, bags: Bags, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
-        """Its probability for the pairs (`older[k]`, `newer[k]`) of rows of `vectors` and `bags`,
-        weighed without building `features`: one pass over all pairs, no loop per pair."""
-        d, w = self.dim, self.weights
+    def weigh(self, x: Inputs) -> np.ndarray:
+        """Its probability for each pair of `x`."""
+        z = x.features @ self.weights + self.bias
+        if self.added or self.dropped:
+            add = np.array([self.added.get(t, 0.0) for t in x.words], dtype=np.float32)
+            drop = np.array([self.dropped.get(t, 0.0) for t in x.words], dtype=np.float32)
+            z += x.gained @ add + x.lost @ drop
+        return np.asarray(1.0 / (1.0 + np.exp(-z)))
+
+
+class Inputs(msgspec.Struct, frozen=True):
+    """What both heads read of a batch of pairs, built once for them: each pair's `features` as
+    rows, and the words its newer text adds (`gained`) and drops (`lost`) as 0/1 over `words`."""
+
+    features: np.ndarray  # pairs x (2 + 3 * dim)
+    gained: np.ndarray  # pairs x words
+    lost: np.ndarray
+    words: list[str]
+
+    @classmethod
+    def of(cls, vectors: np.ndarray, bags: Bags, older: np.ndarray, newer: np.ndarray) -> Inputs:
+        """The pairs (`older[k]`, `newer[k]`) of rows of `vectors` and `bags`: one pass over all
+        pairs, no loop per pair (recall's window: each hit is in many pairs)."""
         o, n = vectors[older], vectors[newer]
         xo, xn = bags.rows[older], bags.rows[newer]
         both = xo * xn
         shared = both.sum(axis=1)
         union = xo.sum(axis=1) + xn.sum(axis=1) - shared
         jac = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
-        z = (
-            w[0] * np.einsum("ij,ij->i", o, n)
-            + w[1] * jac
-            + (o * n) @ w[2 : 2 + d]
-            + np.abs(o - n) @ w[2 + d : 2 + 2 * d]
-            + (n - o) @ w[2 + 2 * d :]
-            + self.bias
-        )
-        if self.added or self.dropped:
-            add = np.array([self.added.get(t, 0.0) for t in bags.words], dtype=np.float32)
-            drop = np.array([self.dropped.get(t, 0.0) for t in bags.words], dtype=np.float32)
-            z += (xn - both) @ add + (xo - both) @ drop
-        return np.asarray(1.0 / (1.0 + np.exp(-z)))
+        cos = np.einsum("ij,ij->i", o, n)
+        features = np.hstack([cos[:, None], jac[:, None], o * n, np.abs(o - n), n - o])
+        return cls(features=features, gained=xn - both, lost=xo - both, words=bags.words)
+
+    @classmethod
+    def apart(cls, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
+              newer_texts: Sequence[str]) -> Inputs:  # fmt: skip
+        """n pairs given apart (rows of `older` and `newer`, and their texts)."""
+        n = len(older_texts)
+        bags = Bags.of([token_set(t) for t in [*older_texts, *newer_texts]])
+        return cls.of(np.vstack([older, newer]), bags, np.arange(n), np.arange(n, 2 * n))
 
 
 class PairModel(msgspec.Struct, frozen=True):
@@ -119,22 +134,17 @@ class PairModel(msgspec.Struct, frozen=True):
         """The size of the vectors it reads."""
         return self.orders.dim
 
-    def judge(
-        self, vectors: np.ndarray, texts: Sequence[str], older: np.ndarray, newer: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """For the pairs (`older[k]`, `newer[k]`) of rows of `vectors` / `texts` (recall's window:
-        each hit in many pairs): whether recall puts the newer first, and whether it marks the older."""
-        bags = Bags.of(texts)
-        marked = self.marks.weigh(vectors, bags, older, newer) >= self.mark
-        ordered = self.orders.weigh(vectors, bags, older, newer) >= self.order
+    def judge(self, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        """For each pair of `x`: whether recall puts the newer first, and whether it marks the older."""
+        marked = self.marks.weigh(x) >= self.mark
+        ordered = self.orders.weigh(x) >= self.order
         return ordered | marked, marked
 
     def judge_each(
         self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
     ) -> tuple[np.ndarray, np.ndarray]:
         """`judge` for n pairs given apart (rows of `older` and `newer`)."""
-        n = len(older_texts)
-        return self.judge(np.vstack([older, newer]), [*older_texts, *newer_texts], np.arange(n), np.arange(n, 2 * n))
+        return self.judge(Inputs.apart(older, newer, older_texts, newer_texts))
 
 
 def for_embedder(name: str) -> PairModel | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agentmem.currentness.analysis import Analysis
 from agentmem.filters import Filter
 from agentmem.postgres.current import slot_key
 from agentmem.postgres.schema import CURRENT
@@ -73,3 +74,8 @@ class LiveView:
 
     def put(self, v: MemoryVersion) -> None:
         return None
+
+    def analyses(self, ids: Iterable[int]) -> dict[int, Analysis]:
+        """None held: the database keeps no analysis yet, so recall makes those it reads
+        (`agentmem.currentness.analysis.of_versions`, which keeps the latest few thousand)."""
+        return {}

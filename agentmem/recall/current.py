@@ -12,8 +12,8 @@ import msgspec
 import numpy as np
 
 from agentmem import slots
-from agentmem.backend import Indexes
-from agentmem.currentness import pair
+from agentmem.backend import Indexes, Live
+from agentmem.currentness import analysis, pair
 from agentmem.currentness.order import order
 from agentmem.recall.query import Query
 from agentmem.records import Hit
@@ -31,12 +31,14 @@ def current_first(
     model: str,
     cosine_of: np.ndarray | None,
     indexes: Indexes,
+    live: Live,
     store: StoreOfRecord,
     project: str | None,
 ) -> list[Hit]:
     """The best `k` of `hits`, the best `window` of them ordered newer first and the older marked
     when something says it was replaced; with `cosine_of` (the query vector), each current hit's
-    cosine with it in its parts."""
+    cosine with it in its parts. The hits' texts are read from their analyses, which the live set
+    holds (`agentmem.currentness.analysis`)."""
     head = hits[:window]
     judge = pair.for_embedder(model) if window else None
     wanted = [h.memory.id for h in head] if judge is not None else []
@@ -50,8 +52,9 @@ def current_first(
             judge = None
     if window:
         mine = _compared(head, vectors, judge, model, store, project)
-        rules = slots.pairs(head, query.words, query.time_words, query_words_needed=words_needed)
-        hits = order(hits, window=window, vectors=mine, model=judge, rule_pairs=rules)
+        read = analysis.of_versions([h.memory for h in head], live.analyses([h.memory.id for h in head]))
+        rules = slots.pairs(head, read, query.words, query.time_words, query_words_needed=words_needed)
+        hits = order(hits, window=window, vectors=mine, analyses=read, model=judge, rule_pairs=rules)
     return _with_cosines(hits[:k], vectors, cosine_of)
 
 

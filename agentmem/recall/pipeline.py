@@ -55,7 +55,7 @@ def search(port: Port, health: VectorHealth, config: Config, req: Request, now: 
     model = probe.model or port.serving.model
     hits = current_first(hits, query, k=req.k, window=config.slot_window, words_needed=config.slot_query_words,
                          model=model, cosine_of=probe.vector if req.when is None else None,
-                         indexes=port.indexes, store=port.store, project=req.project)  # fmt: skip
+                         indexes=port.indexes, live=port.live, store=port.store, project=req.project)  # fmt: skip
     watch.lap("currentness")
     if req.when is None:
         port.note_access([h.memory.id for h in hits])
