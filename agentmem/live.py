@@ -93,7 +93,7 @@ class LiveSet:
     def analyses(self, ids: Iterable[int]) -> dict[int, Analysis]:
         """The text analyses of the current versions among `ids` that currentness reads (not
         events), by id: those held, and the others made now and held (after a restart, a version
-        is analysed when it is first read or by `analyse_all`)."""
+        is analysed when it is first read)."""
         held, by_id, out = self._analysis, self._by_id, {}
         for i in ids:
             a = held.get(i)
@@ -104,12 +104,6 @@ class LiveSet:
                 a = held[i] = analyse(v.content, v.kind)
             out[i] = a
         return out
-
-    def analyse_all(self) -> int:
-        """Analyse every current version not analysed yet (after a restart); how many it analysed."""
-        todo = [i for i, v in list(self._by_id.items()) if i not in self._analysis and wanted(v)]
-        self.analyses(todo)
-        return len(todo)
 
     def drop(self, memory_id: int) -> None:
         self._analysis.pop(memory_id, None)
