@@ -105,14 +105,15 @@ def _read(best: list[tuple[int, Claim]], query: frozenset[str], when: frozenset[
     return [(n, c, (query - when) & c.described) for n, c in best]
 
 
-def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool) -> bool:
+def _same_read(a: _Read, b: _Read, query: frozenset[str], query_words: int, said: bool, rules: bool = True) -> bool:
     """Whether two hits' best claims, each read once (a recall compares each hit's claims with many
-    others'), state one slot: the pair tests of the module docstring."""
+    others'), state one slot: the pair tests of the module docstring; with `rules` False, only
+    those that read the query (not the write-time value rules)."""
     for na, ca, qa in a:
         wa = ca.words
         for nb, cb, qb in b:
             wb = cb.words
-            if (wa.values and wb.values) and _may_pair(wa, ca.word_set, wb, cb.word_set) and _rule_slot(wa, wb):
+            if rules and wa.values and wb.values and _may_pair(wa, ca.word_set, wb, cb.word_set) and _rule_slot(wa, wb):
                 return True
             shared = qa & qb  # names alone ("Caroline") are no slot
             enough = len(shared) >= query_words and 2 * len(shared) >= max(na, nb)
@@ -153,11 +154,13 @@ def pairs(
     when_words: frozenset[str],
     *,
     query_words_needed: int,
+    value_rules: bool = True,
 ) -> list[tuple[int, int]]:
     """(older, newer) positions of `hits` that state one slot by the tests of the module docstring:
     the newer strictly later. `analyses`: the hits' texts as written (by memory id; a hit without
-    one, an event, never pairs); `q` and `when_words`: the query's `query_words` and `time_words`.
-    `agentmem.currentness.order` places and marks them."""
+    one, an event, never pairs); `q` and `when_words`: the query's `query_words` and `time_words`;
+    `value_rules`: also the write-time value rules (`_rule_slot`), which the pair model stands in
+    for where it reads the hits. `agentmem.currentness.order` places and marks them."""
     head = list(hits)
     when = [h.memory.valid_from for h in head]
     said = [h.memory.kind in SAID for h in head]
@@ -170,6 +173,8 @@ def pairs(
         for h, a, s, b in zip(head, read_of, slots, best, strict=True)
     ]
     read = [_read(b, q, when_words) if ok else [] for b, ok in zip(best, can, strict=True)]
+    # without the value rules, two hits pair only on query words that describe a claim of each
+    asked = [frozenset().union(*(qw for _, _, qw in r)) for r in read]
     found: list[tuple[int, int]] = []
     for i, older in enumerate(head):
         if not can[i]:
@@ -183,8 +188,10 @@ def pairs(
             a, b = slots[i], slots[j]
             if a is not None and b is not None:
                 same = _asks_same(a, b)
+            elif not value_rules and len(asked[i] & asked[j]) < query_words_needed:
+                same = False
             else:
-                same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j])
+                same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j], value_rules)
             if same:
                 found.append((i, j))
     return found

@@ -52,7 +52,7 @@ def verdicts(pairs: list[dict[str, str]], older: np.ndarray, newer: np.ndarray) 
     model = shipped()
     a, b = [p["older"] for p in pairs], [p["newer"] for p in pairs]
     ordered, marked = model.judge_each(older, newer, a, b)
-    alone = model.orders.each(older, newer, a, b) >= model.order
+    alone = model.orders.each(older, newer, a, b, model.vocabulary) >= model.order
     topic = np.einsum("ij,ij->i", older, newer) >= model.topic
     none = np.zeros(len(pairs), dtype=bool)
     return {

@@ -25,7 +25,9 @@ class VectorIndex:
     """Nearest neighbours by cosine similarity; labels are the documents' integer ids.
 
     Writes land in memory at once (so recall sees them) and reach disk on `flush()`; the
-    outbox replays whatever a crash lost since the last flush.
+    outbox replays whatever a crash lost since the last flush. The live vectors are also kept as
+    rows of one array (`vectors_of`): hnswlib hands a stored vector back at 10-30 µs an id, and
+    recall reads some twenty per query; the copy costs the vectors' size again in memory.
     """
 
     def __init__(self, path: Path, dim: int, model: str, *, capacity: int = 1024, _fresh: bool = False) -> None:
@@ -40,6 +42,9 @@ class VectorIndex:
         self._groups: list[str] = []
         self._group_code: dict[str, int] = {}
         self._group_size: dict[int, int] = {}
+        self._row: dict[int, int] = {}  # live label -> its row of `_rows`
+        self._rows = np.zeros((0, dim), dtype=np.float32)
+        self._free: list[int] = []  # rows no live label holds
         self.unsaved = 0
         self._erased: dict[int, tuple[bytes, bytes]] = {}  # label -> (its bytes in the saved graph, noise)
         self._file_lock = threading.Lock()  # one writer of the saved graph file at a time
@@ -82,6 +87,10 @@ class VectorIndex:
             raise
         except Exception as exc:  # hnswlib raises RuntimeError, numpy OSError/ValueError
             raise IndexCorrupt(f"vector index at {self.path} cannot be read: {exc}") from exc
+        try:
+            self._hold_saved(graph, labels)
+        except IndexFailure as exc:
+            raise IndexCorrupt(f"vector index at {self.path} cannot be read: {exc}") from exc
         self._groups = list(meta["groups"])
         self._group_code = {g: i for i, g in enumerate(self._groups)}
         for label, code in zip(labels.tolist(), codes.tolist(), strict=True):
@@ -106,6 +115,35 @@ class VectorIndex:
         code = self._group_of.pop(label)
         self._group_size[code] -= 1
         self._live.discard(label)
+        row = self._row.pop(label)
+        self._rows[row] = 0.0  # an erased text's vector leaves memory with it
+        self._free.append(row)
+
+    def _hold(self, labels: Sequence[int], vectors: np.ndarray) -> None:
+        """Keep the vectors of these newly live labels in `_rows`, growing it by doubling."""
+        short = len(labels) - len(self._free)
+        if short > 0:
+            have = len(self._rows)
+            grown = np.zeros((max(have + short, 2 * have, 16), self.dim), dtype=np.float32)
+            grown[:have] = self._rows
+            self._rows = grown
+            self._free.extend(range(len(grown) - 1, have - 1, -1))
+        rows = [self._free.pop() for _ in labels]
+        self._rows[rows] = vectors
+        self._row.update(zip(labels, rows, strict=True))
+
+    def _hold_saved(self, graph: Path, labels: np.ndarray) -> None:
+        """Fill `_rows` with the live `labels`' vectors, read from the saved graph file `graph`
+        (asking hnswlib for them one by one costs seconds at 100k)."""
+        with open(graph, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            saved, vectors = self._elements(mm)
+            at = {label: i for i, label in enumerate(saved.tolist())}
+            picked = [at.get(label, -1) for label in labels.tolist()]
+            held = vectors[picked].view(np.float32).reshape(len(picked), self.dim)  # a copy: mm can close
+            del saved, vectors
+        if -1 in picked:
+            raise IndexFailure("a label listed live is not in the saved graph")
+        self._hold(labels.tolist(), held)
 
     def apply(self, upserts: Sequence[Doc], deletes: Iterable[int], seq: int, *, scrub: Iterable[int] = ()) -> None:
         """Add or replace `upserts`, hide `deletes` from every later search, and note `seq`.
@@ -139,6 +177,8 @@ class VectorIndex:
                     for d in docs:
                         if d.id in self._live:
                             self._forget(d.id)
+                    self._hold([d.id for d in docs], vectors)
+                    for d in docs:
                         code = self._code(d.project)
                         self._live.add(d.id)
                         self._group_of[d.id] = code
@@ -153,10 +193,8 @@ class VectorIndex:
     def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The stored vectors of those `ids` that are in the index."""
         with self._lock:
-            held = [i for i in ids if i in self._live]
-            if not held:
-                return {}
-            return dict(zip(held, np.asarray(self._hnsw.get_items(held), dtype=np.float32), strict=True))
+            held = [i for i in ids if i in self._row]
+            return dict(zip(held, self._rows[[self._row[i] for i in held]], strict=True)) if held else {}
 
     def _scrub(self, label: int) -> None:
         noise = np.random.default_rng(label).standard_normal(self.dim).astype(np.float32)
@@ -247,13 +285,9 @@ class VectorIndex:
         """Find each label's element in hnswlib's saved layout (a 96-byte header, then one
         fixed-size element per vector: links, vector, label) and overwrite its vector, after
         checking that the bytes there are the ones to erase."""
-        header = np.frombuffer(mm, dtype="<u8", count=6)
-        offset0, _capacity, count, size, label_at, data_at = (int(x) for x in header)
+        labels, _ = self._elements(mm)
+        size, data_at = self._layout(mm)
         width = self.dim * 4
-        if offset0 != 0 or data_at + width != label_at or label_at + 8 > size or 96 + count * size > len(mm):
-            raise IndexFailure("the saved vector graph is not in the layout this agentmem knows")
-        elements = np.frombuffer(mm, dtype=np.uint8, count=count * size, offset=96).reshape(count, size)
-        labels = elements[:, label_at : label_at + 8].copy().view("<u8").ravel()
         done = 0
         for i in np.nonzero(np.isin(labels, np.array(list(erased), dtype="<u8")))[0]:
             old, noise = erased[int(labels[i])]
@@ -262,6 +296,22 @@ class VectorIndex:
                 mm[start : start + width + 8] = noise
                 done += 1
         return done
+
+    def _layout(self, mm: mmap.mmap) -> tuple[int, int]:
+        """The size of one element in a saved graph, and where its vector starts in it; raises
+        IndexFailure unless the file is in the layout this code knows."""
+        offset0, _capacity, count, size, label_at, data_at = (int(x) for x in np.frombuffer(mm, dtype="<u8", count=6))
+        if offset0 != 0 or data_at + self.dim * 4 != label_at or label_at + 8 > size or 96 + count * size > len(mm):
+            raise IndexFailure("the saved vector graph is not in the layout this agentmem knows")
+        return size, data_at
+
+    def _elements(self, mm: mmap.mmap) -> tuple[np.ndarray, np.ndarray]:
+        """Every element of a saved graph: its labels, and its vectors' bytes (elements x dim*4)."""
+        size, data_at = self._layout(mm)
+        count = int(np.frombuffer(mm, dtype="<u8", count=3)[2])
+        elements = np.frombuffer(mm, dtype=np.uint8, count=count * size, offset=96).reshape(count, size)
+        labels = elements[:, data_at + self.dim * 4 : data_at + self.dim * 4 + 8].copy().view("<u8").ravel()
+        return labels, elements[:, data_at : data_at + self.dim * 4]
 
     def _save(self) -> None:
         with self._lock, self._file_lock:

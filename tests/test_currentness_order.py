@@ -40,8 +40,10 @@ def unit(*xs: float) -> np.ndarray:
 
 def model(bias: float) -> pair.PairModel:
     """A pair model whose verdict is its bias alone: every pair gets sigmoid(bias)."""
-    head = pair.Head(weights=np.zeros(2 + 3 * DIM, np.float32), bias=bias)
-    return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5)
+    none = np.zeros(0, np.float32)
+    head = pair.Head(weights=np.zeros(2 + 3 * DIM, np.float32), bias=bias, added=none, dropped=none)
+    return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5,
+                          vocabulary=pair.shipped().vocabulary)  # fmt: skip
 
 
 # ranked: an older fact first, an unrelated memory, then the newer statement of the older's topic
@@ -102,7 +104,7 @@ def test_the_shipped_model_reads_only_its_own_embedders_vectors() -> None:
     assert pair.for_embedder(shipped.embedder) is shipped and pair.for_embedder("fake-hash-64") is None
     assert 0 < shipped.order < shipped.mark < 1 and 0 < shipped.topic < 1
     assert shipped.orders.weights.shape == shipped.marks.weights.shape == (2 + 3 * 384,) and shipped.dim == 384
-    assert not shipped.orders.added and shipped.marks.added and shipped.marks.dropped  # only marking reads words
+    assert not shipped.orders.added.size and shipped.marks.added.any() and shipped.marks.dropped.any()  # only marking reads words
 
 
 # -- through the real model, store and indexes ---------------------------------------------------
@@ -164,11 +166,15 @@ def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
     older /= np.linalg.norm(older, axis=1, keepdims=True)
     newer /= np.linalg.norm(newer, axis=1, keepdims=True)
     texts = [f"the backup runs at {h}am" for h in range(6)], [f"backups moved to {h + 2}am now" for h in range(6)]
+    vocab = model.vocabulary
     for head in (model.orders, model.marks):
         z = []
         for o, n, a, b in zip(older, newer, *texts, strict=True):
-            weight = {f"+{w}": v for w, v in head.added.items()} | {f"-{w}": v for w, v in head.dropped.items()}
-            said = sum(weight.get(w, 0.0) for w in pair.word_features(a, b))
+            said = 0.0
+            for w in pair.word_features(a, b):
+                i = int(vocab.ids([w[1:]])[0])
+                if i < vocab.known and head.added.size:
+                    said += float((head.added if w[0] == "+" else head.dropped)[i])
             z.append(pair.features(o, n, a, b) @ head.weights + head.bias + said)
         by_features = 1 / (1 + np.exp(-np.array(z)))
-        assert np.allclose(head.each(older, newer, *texts), by_features, atol=1e-6)
+        assert np.allclose(head.each(older, newer, *texts, vocab), by_features, atol=1e-6)

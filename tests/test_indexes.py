@@ -85,6 +85,24 @@ def test_vectors_delete_resize_and_reload(tmp_path) -> None:  # type: ignore[no-
     assert 42 not in {i for i, _ in again.search(probe, 100)}
 
 
+def test_vectors_of_gives_the_live_vectors_before_and_after_reload(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ix = VectorIndex.create(tmp_path / "v", E.dim, E.name, capacity=16)
+    docs = {i: _doc(i, f"note {i} about topic {i % 5}") for i in range(1, 41)}
+    ix.apply(list(docs.values()), [], seq=1)
+    docs[7] = _doc(7, "note seven, rewritten")  # an upsert replaces the vector it reads
+    ix.apply([docs[7]], [3, 9], seq=2)
+
+    def same(index: VectorIndex) -> None:
+        got = index.vectors_of([1, 3, 7, 9, 40, 999])
+        assert set(got) == {1, 7, 40}
+        for i, v in got.items():
+            assert np.array_equal(v, np.asarray(docs[i].vector, dtype=np.float32))
+
+    same(ix)
+    ix.flush()
+    same(VectorIndex(tmp_path / "v", E.dim, E.name))  # read from the saved graph file
+
+
 def test_vectors_project_filter_with_few_matches(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ix = VectorIndex.create(tmp_path / "v", E.dim, E.name)
     ix.apply([_doc(i, f"common text {i}", "big") for i in range(1, 301)] + [_doc(999, "rare text", "small")], [], seq=1)

@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 import msgspec
+import numpy as np
 from sentencex import segment
 
+from agentmem.currentness import pair
 from agentmem.records import MemoryVersion
 from agentmem.supersede import NUMBER_WORDS, Words, question_slot, words
 from agentmem.text import token_set
@@ -75,12 +77,13 @@ def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
 class Analysis(msgspec.Struct, frozen=True):
     """What currentness reads of one text.
 
-    `tokens`: its stemmed words as a set (Jaccard, the pair model's word inputs); `question`: the
+    `words`: its stemmed words (`text.token_set`) as the pair model's vocabulary ids, sorted (Jaccard,
+    the model's word inputs); `question`: the
     question and answer it is, normalised, if it is one (`supersede.question_slot`); `claims`: its
     sentences that state a value (`claims`); `said`: those and its plain sentences, read
     for things said in a conversation only (`claims(text, plain=True)`)."""
 
-    tokens: frozenset[str]
+    words: np.ndarray
     question: tuple[str, str] | None
     claims: tuple[Claim, ...]
     said: tuple[Claim, ...]
@@ -89,7 +92,7 @@ class Analysis(msgspec.Struct, frozen=True):
 def analyse(text: str, kind: str) -> Analysis:
     """The analysis of `text`, a memory of `kind` (pure: the same text and kind give the same one)."""
     said = claims(text, plain=True) if kind in SAID else ()
-    return Analysis(tokens=token_set(text), question=question_slot(text), claims=claims(text), said=said)
+    return Analysis(words=pair.word_ids(token_set(text)), question=question_slot(text), claims=claims(text), said=said)
 
 
 def wanted(v: MemoryVersion) -> bool:

@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 
 from agentmem.currentness.analysis import Analysis
-from agentmem.currentness.pair import Bags, Inputs, PairModel
+from agentmem.currentness.pair import PairModel, Window
 from agentmem.records import Hit
 
 PAIR_MODEL, SAME_QUESTION, CLAIM_SUPERSEDED = "pair model", "same question", "claim superseded"
@@ -50,17 +50,15 @@ def order(
     for i, j in rule_pairs:
         if i < len(head) and j < len(head):
             relate(i, j, SAME_QUESTION if asks[i] and asks[j] else None)
-    pairs = _topic_pairs(head, vectors, analyses, model.topic, asks) if model is not None else []
-    if model is not None and pairs:
-        row = {i: r for r, i in enumerate(sorted({i for pair in pairs for i in pair}))}  # each hit read once
-        ids = [head[i].memory.id for i in row]
-        ordered, marked = model.judge(Inputs.of(
-            np.stack([vectors[i] for i in ids]), Bags.of([analyses[i].tokens for i in ids]),
-            np.array([row[i] for i, _ in pairs]), np.array([row[j] for _, j in pairs]),
-        ))  # fmt: skip
-        for (i, j), o, m in zip(pairs, ordered, marked, strict=True):
+    usable = [i for i, h in enumerate(head) if h.memory.id in vectors and h.memory.id in analyses]
+    if model is not None and len(usable) >= 2:
+        ids = [head[i].memory.id for i in usable]
+        w = Window.of(np.stack([vectors[i] for i in ids]), [analyses[i].words for i in ids])
+        older, newer = _topic_pairs([head[i] for i in usable], w.cosines, model.topic, [asks[i] for i in usable])
+        ordered, marked = model.judge(w, older, newer)
+        for x, y, o, m in zip(older.tolist(), newer.tolist(), ordered, marked, strict=True):
             if o:
-                relate(i, j, PAIR_MODEL if m else None)
+                relate(usable[x], usable[y], PAIR_MODEL if m else None)
     if not above:
         return list(hits)
     placed: list[int] = []
@@ -87,18 +85,14 @@ def order(
 
 
 def _topic_pairs(
-    head: Sequence[Hit], vectors: Mapping[int, np.ndarray], analyses: Mapping[int, Analysis], topic: float,
-    asks: Sequence[bool],
-) -> list[tuple[int, int]]:  # fmt: skip
+    hits: Sequence[Hit], cosines: np.ndarray, topic: float, asks: Sequence[bool]
+) -> tuple[np.ndarray, np.ndarray]:
     """(older, newer) positions of hits about one topic: cosine at least `topic`, strictly later,
-    not both a question and its answer."""
-    usable = [i for i, h in enumerate(head) if h.memory.id in vectors and h.memory.id in analyses]
-    if len(usable) < 2:
-        return []
-    m = np.stack([vectors[head[i].memory.id] for i in usable])
-    when = np.array([head[i].memory.valid_from.timestamp() for i in usable])
-    lineage = np.array([head[i].memory.lineage_id for i in usable])
-    asked = np.array([asks[i] for i in usable])
-    ok = (m @ m.T >= topic) & (when[:, None] < when[None, :]) & (lineage[:, None] != lineage[None, :])
+    not one lineage, not both a question and its answer."""
+    when = np.array([h.memory.valid_from.timestamp() for h in hits])
+    lineage = np.array([h.memory.lineage_id for h in hits])
+    asked = np.array(asks, dtype=bool)
+    ok = (cosines >= topic) & (when[:, None] < when[None, :]) & (lineage[:, None] != lineage[None, :])
     ok &= ~(asked[:, None] & asked[None, :])
-    return [(usable[x], usable[y]) for x, y in zip(*np.nonzero(ok), strict=True)]
+    older, newer = np.nonzero(ok)
+    return older, newer

@@ -12,7 +12,8 @@ module with a card naming their data and command (`pair_model.json`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -37,83 +38,116 @@ def word_features(older_text: str, newer_text: str) -> list[str]:
     return sorted([f"+{w}" for w in b - a] + [f"-{w}" for w in a - b])
 
 
-class Bags(msgspec.Struct, frozen=True):
-    """The texts a batch of pairs reads, each as a row of 0/1 over the words they hold together:
-    what both heads read of the words, built once for all the pairs among them."""
+class Vocabulary:
+    """Integer ids of stemmed words: the shipped model's words first (ids under `known`), and any
+    other word after, from the first time a text holds it. A text's words are turned into ids once,
+    when it is analysed (`agentmem.currentness.analysis`), so that comparing many texts is array work."""
 
-    rows: np.ndarray  # texts x words
-    words: list[str]
+    def __init__(self, known: Sequence[str]) -> None:
+        self._id = {w: i for i, w in enumerate(known)}
+        self.known = len(self._id)
+        self._lock = threading.Lock()
+
+    def ids(self, words: Iterable[str]) -> np.ndarray:
+        """The ids of `words` (distinct), sorted."""
+        words = list(words)
+        get = self._id.get
+        found = [get(w) for w in words]
+        if None in found:
+            with self._lock:
+                found = [self._id.setdefault(w, len(self._id)) for w in words]
+        return np.array(sorted(found), dtype=np.int32)
+
+
+class Window(msgspec.Struct, frozen=True):
+    """Texts compared pairwise, as both heads read them, built once for all the pairs among them:
+    their unit vectors as rows, their words as 0/1 rows over the words they hold together (`words`,
+    vocabulary ids), and what every pair shares (cosines, words in common)."""
+
+    vectors: np.ndarray  # texts x dim
+    bags: np.ndarray  # texts x words
+    words: np.ndarray  # the vocabulary id of each column of `bags`
+    cosines: np.ndarray  # texts x texts
+    shared: np.ndarray  # texts x texts: how many words both hold
 
     @classmethod
-    def of(cls, sets: Sequence[frozenset[str]]) -> Bags:
-        """The bags of texts given as their `text.token_set`s (an `Analysis` holds each)."""
-        index: dict[str, int] = {}
-        cols = [[index.setdefault(w, len(index)) for w in s] for s in sets]
-        rows = np.zeros((len(sets), len(index)), dtype=np.float32)
-        for r, c in enumerate(cols):
-            rows[r, c] = 1.0
-        return cls(rows=rows, words=list(index))
+    def of(cls, vectors: np.ndarray, word_ids: Sequence[np.ndarray]) -> Window:
+        """The window of texts given as their unit vectors (rows) and their words' vocabulary ids."""
+        held = np.concatenate(word_ids) if word_ids else np.zeros(0, dtype=np.int32)
+        words, column = np.unique(held, return_inverse=True)
+        bags = np.zeros((len(word_ids), len(words)), dtype=np.float32)
+        bags[np.repeat(np.arange(len(word_ids)), [len(x) for x in word_ids]), column] = 1.0
+        vectors = np.asarray(vectors, dtype=np.float32)
+        return cls(vectors=vectors, bags=bags, words=words, cosines=vectors @ vectors.T, shared=bags @ bags.T)
+
+    @classmethod
+    def apart(cls, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
+              newer_texts: Sequence[str], vocabulary: Vocabulary) -> tuple[Window, np.ndarray, np.ndarray]:  # fmt: skip
+        """n pairs given apart (rows of `older` and `newer`, and their texts): the window of all 2n
+        texts, and the positions of each pair's older and newer text in it."""
+        n = len(older_texts)
+        ids = [vocabulary.ids(token_set(t)) for t in [*older_texts, *newer_texts]]
+        return cls.of(np.vstack([older, newer]), ids), np.arange(n), np.arange(n, 2 * n)
 
 
 class Head(msgspec.Struct, frozen=True):
     """One logistic regression over `features` (`weights`, `bias`) and `word_features`: the weight
-    of each word the newer text adds (`added`) or drops (`dropped`)."""
+    of each word the newer text adds (`added`) or drops (`dropped`), by vocabulary id."""
 
     weights: np.ndarray
     bias: float
-    added: Mapping[str, float] = msgspec.field(default_factory=dict)
-    dropped: Mapping[str, float] = msgspec.field(default_factory=dict)
-
-    def each(self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
-             newer_texts: Sequence[str]) -> np.ndarray:  # fmt: skip
-        """Its probability for n pairs given apart (rows of `older` and `newer`)."""
-        return self.weigh(Inputs.apart(older, newer, older_texts, newer_texts))
+    added: np.ndarray  # by vocabulary id, for the ids under `Vocabulary.known`
+    dropped: np.ndarray
 
     @property
     def dim(self) -> int:
         """The size of the vectors it reads."""
         return (len(self.weights) - 2) // 3
 
-    def weigh(self, x: Inputs) -> np.ndarray:
-        """Its probability for each pair of `x`."""
-        z = x.features @ self.weights + self.bias
-        if self.added or self.dropped:
-            add = np.array([self.added.get(t, 0.0) for t in x.words], dtype=np.float32)
-            drop = np.array([self.dropped.get(t, 0.0) for t in x.words], dtype=np.float32)
-            z += x.gained @ add + x.lost @ drop
-        return np.asarray(1.0 / (1.0 + np.exp(-z)))
+    def weigh(self, w: Window, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
+        """Its probability for each pair (`older[k]`, `newer[k]`) of positions in `w`."""
+        return _weigh((self,), w, older, newer)[:, 0]
+
+    def each(self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str],
+             vocabulary: Vocabulary) -> np.ndarray:  # fmt: skip
+        """Its probability for n pairs given apart (rows of `older` and `newer`)."""
+        return self.weigh(*Window.apart(older, newer, older_texts, newer_texts, vocabulary))
 
 
-class Inputs(msgspec.Struct, frozen=True):
-    """What both heads read of a batch of pairs, built once for them: each pair's `features` as
-    rows, and the words its newer text adds (`gained`) and drops (`lost`) as 0/1 over `words`."""
+_CHUNK = 64  # pairs per block: a block's vector differences stay small (an allocation the size of
+# all of them goes to mmap and page-faults on every recall, which cost more than the arithmetic)
 
-    features: np.ndarray  # pairs x (2 + 3 * dim)
-    gained: np.ndarray  # pairs x words
-    lost: np.ndarray
-    words: list[str]
 
-    @classmethod
-    def of(cls, vectors: np.ndarray, bags: Bags, older: np.ndarray, newer: np.ndarray) -> Inputs:
-        """The pairs (`older[k]`, `newer[k]`) of rows of `vectors` and `bags`: one pass over all
-        pairs, no loop per pair (recall's window: each hit is in many pairs)."""
-        o, n = vectors[older], vectors[newer]
-        xo, xn = bags.rows[older], bags.rows[newer]
-        both = xo * xn
-        shared = both.sum(axis=1)
-        union = xo.sum(axis=1) + xn.sum(axis=1) - shared
-        jac = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
-        cos = np.einsum("ij,ij->i", o, n)
-        features = np.hstack([cos[:, None], jac[:, None], o * n, np.abs(o - n), n - o])
-        return cls(features=features, gained=xn - both, lost=xo - both, words=bags.words)
-
-    @classmethod
-    def apart(cls, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
-              newer_texts: Sequence[str]) -> Inputs:  # fmt: skip
-        """n pairs given apart (rows of `older` and `newer`, and their texts)."""
-        n = len(older_texts)
-        bags = Bags.of([token_set(t) for t in [*older_texts, *newer_texts]])
-        return cls.of(np.vstack([older, newer]), bags, np.arange(n), np.arange(n, 2 * n))
+def _weigh(heads: Sequence[Head], w: Window, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
+    """Each head's probability (columns) for each pair (`older[k]`, `newer[k]`) of positions in `w`:
+    `features` and `word_features` weighed without building them. What a pair's two texts share
+    (product, difference, words) is read from window-sized matrices; only the distance needs
+    the pairs' vectors, in blocks."""
+    d = heads[0].dim
+    x = np.stack([h.weights for h in heads], axis=1)  # inputs x heads
+    v = w.vectors
+    size = w.bags.sum(axis=1)
+    shared = w.shared[older, newer]
+    union = size[older] + size[newer] - shared
+    jaccard = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
+    z = np.outer(w.cosines[older, newer], x[0]) + np.outer(jaccard, x[1]) + np.array([h.bias for h in heads])
+    for k in range(len(heads)):
+        product = (v * x[2 : 2 + d, k]) @ v.T  # texts x texts: o . (w * n)
+        moved = v @ x[2 + 2 * d :, k]  # (n - o) . w = n . w - o . w
+        z[:, k] += product[older, newer] + moved[newer] - moved[older]
+    for at in range(0, len(older), _CHUNK):
+        o, n = older[at : at + _CHUNK], newer[at : at + _CHUNK]
+        z[at : at + _CHUNK] += np.abs(v[o] - v[n]) @ x[2 + d : 2 + 2 * d]
+    for k, h in enumerate(heads):
+        if not h.added.size:
+            continue
+        at_id = np.where(w.words < len(h.added), w.words, 0)
+        for weight, given, other in ((h.added, newer, older), (h.dropped, older, newer)):
+            by_word = w.bags * np.where(w.words < len(weight), weight[at_id], 0.0).astype(np.float32)
+            both = by_word @ w.bags.T  # texts x texts: the weight of the words both hold
+            # the words `given` holds and `other` lacks: all of given's, less those both hold
+            z[:, k] += by_word.sum(axis=1)[given] - both[given, other]
+    return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
 class PairModel(msgspec.Struct, frozen=True):
@@ -128,23 +162,25 @@ class PairModel(msgspec.Struct, frozen=True):
     order: float  # recall puts the newer of two hits about one topic first at or above this (`orders`)
     mark: float  # recall marks the older hit `older_than` at or above this (`marks`)
     topic: float  # the cosine at which two hits can be about one topic
+    vocabulary: Vocabulary
 
     @property
     def dim(self) -> int:
         """The size of the vectors it reads."""
         return self.orders.dim
 
-    def judge(self, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
-        """For each pair of `x`: whether recall puts the newer first, and whether it marks the older."""
-        marked = self.marks.weigh(x) >= self.mark
-        ordered = self.orders.weigh(x) >= self.order
+    def judge(self, w: Window, older: np.ndarray, newer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each pair of positions in `w`: whether recall puts the newer first, and whether it
+        marks the older."""
+        p = _weigh((self.marks, self.orders), w, older, newer)
+        marked, ordered = p[:, 0] >= self.mark, p[:, 1] >= self.order
         return ordered | marked, marked
 
     def judge_each(
         self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
     ) -> tuple[np.ndarray, np.ndarray]:
         """`judge` for n pairs given apart (rows of `older` and `newer`)."""
-        return self.judge(Inputs.apart(older, newer, older_texts, newer_texts))
+        return self.judge(*Window.apart(older, newer, older_texts, newer_texts, self.vocabulary))
 
 
 def for_embedder(name: str) -> PairModel | None:
@@ -157,16 +193,28 @@ def for_embedder(name: str) -> PairModel | None:
 def shipped() -> PairModel:
     """The model that ships with the package (read once)."""
     with np.load(WEIGHTS) as npz:
-        heads = {}
-        for name in ("orders", "marks"):
-            words = dict(zip(npz[f"{name}_words"].tolist(), npz[f"{name}_word_weights"].tolist(), strict=True))
-            heads[name] = Head(
-                weights=npz[f"{name}_weights"].astype(np.float32),
-                bias=float(npz[f"{name}_bias"]),
-                added={k[1:]: v for k, v in words.items() if k[0] == "+"},
-                dropped={k[1:]: v for k, v in words.items() if k[0] == "-"},
-            )
+        said = {name: dict(zip(npz[f"{name}_words"].tolist(), npz[f"{name}_word_weights"].tolist(), strict=True))
+                for name in ("orders", "marks")}  # fmt: skip
+        vocabulary = Vocabulary(sorted({w[1:] for words in said.values() for w in words}))
+
+        def by_id(words: dict[str, float], sign: str) -> np.ndarray:
+            out = np.zeros(vocabulary.known if words else 0, dtype=np.float32)  # a head without words reads none
+            for k, v in words.items():
+                if k[0] == sign:
+                    out[vocabulary.ids([k[1:]])[0]] = v
+            return out
+
+        heads = {
+            name: Head(weights=npz[f"{name}_weights"].astype(np.float32), bias=float(npz[f"{name}_bias"]),
+                       added=by_id(said[name], "+"), dropped=by_id(said[name], "-"))  # fmt: skip
+            for name in said
+        }
     card = json.loads(CARD.read_text())
     t = card["thresholds"]
     return PairModel(embedder=card["embedder"], orders=heads["orders"], marks=heads["marks"], order=t["order"],
-                     mark=t["mark"], topic=t["topic"])  # fmt: skip
+                     mark=t["mark"], topic=t["topic"], vocabulary=vocabulary)  # fmt: skip
+
+
+def word_ids(words: Iterable[str]) -> np.ndarray:
+    """The vocabulary ids of a text's stemmed words (`text.token_set`), for the shipped model."""
+    return shipped().vocabulary.ids(words)
