@@ -446,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             child.ask("prewarm", queries=plan.warmup + plan.queries("recall"))
             child.ask("time", queries=plan.warmup)
         timings: dict[str, dict[str, dict[str, list[list[float]]]]] = {
-            metric: {n: {m: [] for m in MODES} for n in children} for metric in ("ms", "cpu_ms")
+            metric: {n: {m: [] for m in MODES} for n in children} for metric in ("ms", "cpu_ms", "stage_cpu_ms")
         }
         ids: dict[str, dict[str, list[list[list[int]]]]] = {n: {m: [] for m in MODES} for n in children}
         load: list[dict[str, Any]] = []
@@ -479,6 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["load"] = load
         results["modes"] = summarise(timings["ms"], plan, list(children), args.seed)
         results["cpu"] = summarise(timings["cpu_ms"], plan, list(children), args.seed)
+        staged = timings["stage_cpu_ms"]
+        if all(not np.isnan(t).any() for side in staged.values() for mode in side.values() for t in mode):
+            results["stage_cpu"] = summarise(staged, plan, list(children), args.seed)
         if "baseline" in children:
             results["agreement"] = agreement(ids, plan)
         if args.profile > 0:
@@ -591,6 +594,13 @@ def render_markdown(results: dict[str, Any]) -> str:
             "CPU milliseconds per call (the side's process; what a shared machine's waiting for a core leaves out):",
             "",
             *render_table(results, "cpu", names),
+        ]
+    if "stage_cpu" in results:
+        lines += [
+            "",
+            "CPU milliseconds of the currentness stage alone (`current_first`, this thread's CPU time):",
+            "",
+            *render_table(results, "stage_cpu", names),
         ]
     rounds = "; ".join(
         f"{n} {', '.join(fmt(x) for x in results['modes']['recall']['all'][n]['round_p50'])}" for n in names

@@ -16,7 +16,9 @@ process prints goes to stderr):
 
   {"op": "prewarm", "queries": [...]}   embed each query through the embedder's LRU cache
   {"op": "time", "queries": [...]}      recall(q, project, k) once per query: wall and CPU (process)
-                                        milliseconds, and the hit ids
+                                        milliseconds, the CPU milliseconds (thread) of its currentness
+                                        stage (`current_first` of agentmem.recall.pipeline; NaN in a
+                                        tree without it), and the hit ids
   {"op": "profile", "queries": [...]}   the same recalls under cProfile (timed by this thread's CPU
                                         time), adding to one profile
   {"op": "profile_report"}              that profile's rows by cumulative time, per recall
@@ -108,6 +110,32 @@ def load(mem: Any, texts: list[str], vectors: np.ndarray, spec: dict[str, Any], 
     }
 
 
+_UNTIMED: list[float] = []  # what stage_clock gives in a tree without the stage
+
+
+def stage_clock() -> list[float]:
+    """A list that each recall's currentness stage adds its thread CPU milliseconds to: the
+    pipeline's `current_first`, wrapped; `_UNTIMED` in a tree that has no such stage."""
+    try:
+        from agentmem.recall import pipeline
+    except ImportError:
+        return _UNTIMED
+    inner = getattr(pipeline, "current_first", None)
+    if inner is None:
+        return _UNTIMED
+    spent: list[float] = []
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        c0 = time.thread_time_ns()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent.append((time.thread_time_ns() - c0) / 1e6)
+
+    pipeline.current_first = timed  # type: ignore[attr-defined]
+    return spent
+
+
 def profile_rows(prof: cProfile.Profile, root: Path, calls: int, top: int) -> list[dict[str, Any]]:
     """The `top` functions by cumulative time, per recall, with files relative to the side's tree."""
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
@@ -174,6 +202,7 @@ def main() -> int:
                 "pid": os.getpid(),
             }
         )
+        stage_ms = stage_clock()
         project, k = spec["project"], int(spec["k"])
         clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
         # CPU time of this thread, not wall time: on a shared machine, waiting for a core is not the code's cost
@@ -192,18 +221,21 @@ def main() -> int:
                 reply({"op": op, "seconds": round(time.perf_counter() - t0, 2)})
             elif op == "time":
                 load_before = os.getloadavg()
-                times, cpu, ids = [], [], []
+                times, cpu, stage, ids = [], [], [], []
                 for q in queries:
+                    stage_ms.clear()
                     c0, t0 = cpu_clock(), clock()
                     hits = mem.recall(q, project=project, k=k)
                     times.append((clock() - t0) / 1e6)
                     cpu.append((cpu_clock() - c0) / 1e6)
+                    stage.append(float("nan") if stage_ms is _UNTIMED else sum(stage_ms))
                     ids.append([h.memory.id for h in hits])
                 reply(
                     {
                         "op": op,
                         "ms": times,
                         "cpu_ms": cpu,
+                        "stage_cpu_ms": stage,
                         "ids": ids,
                         "loadavg_before": list(load_before),
                         "loadavg_after": list(os.getloadavg()),
