@@ -52,13 +52,15 @@ def order(
             relate(i, j, SAME_QUESTION if asks[i] and asks[j] else None)
     usable = [i for i, h in enumerate(head) if h.memory.id in vectors and h.memory.id in analyses]
     if model is not None and len(usable) >= 2:
-        ids = [head[i].memory.id for i in usable]
-        w = Window.of(np.stack([vectors[i] for i in ids]), [analyses[i].words for i in ids])
-        older, newer = _topic_pairs([head[i] for i in usable], w.cosines, model.topic, [asks[i] for i in usable])
-        ordered, marked = model.judge(w, older, newer)
-        for x, y, o, m in zip(older.tolist(), newer.tolist(), ordered, marked, strict=True):
+        m = np.stack([vectors[head[i].memory.id] for i in usable])
+        older, newer = _topic_pairs([head[i] for i in usable], m @ m.T, model.topic, [asks[i] for i in usable])
+        # the window the model reads: the hits in some pair, each once
+        rows, at = np.unique(np.concatenate([older, newer]), return_inverse=True)
+        w = Window.of(m[rows], [analyses[head[usable[r]].memory.id].words for r in rows.tolist()])
+        ordered, marked = model.judge(w, at[: len(older)], at[len(older) :])
+        for x, y, o, mk in zip(older.tolist(), newer.tolist(), ordered, marked, strict=True):
             if o:
-                relate(usable[x], usable[y], PAIR_MODEL if m else None)
+                relate(usable[x], usable[y], PAIR_MODEL if mk else None)
     if not above:
         return list(hits)
     placed: list[int] = []

@@ -71,7 +71,8 @@ def _compared(
     if missing and project is not None:
         by_hash = store.vectors([m.content_hash for m in missing], model, project=project)
         vectors = vectors | {m.id: v for m in missing if (v := by_hash.get(m.content_hash)) is not None}
-    return {i: v for i, v in vectors.items() if v.shape == (judge.dim,)}
+    shape = (judge.dim,)
+    return {i: v for i, v in vectors.items() if v.shape == shape}
 
 
 def _with_cosines(hits: list[Hit], vectors: dict[int, np.ndarray], qv: np.ndarray | None) -> list[Hit]:
