@@ -104,7 +104,8 @@ def test_the_shipped_model_reads_only_its_own_embedders_vectors() -> None:
     assert pair.for_embedder(shipped.embedder) is shipped and pair.for_embedder("fake-hash-64") is None
     assert 0 < shipped.order < shipped.mark < 1 and 0 < shipped.topic < 1
     assert shipped.orders.weights.shape == shipped.marks.weights.shape == (2 + 3 * 384,) and shipped.dim == 384
-    assert not shipped.orders.added.size and shipped.marks.added.any() and shipped.marks.dropped.any()  # only marking reads words
+    assert not shipped.orders.added.size  # only marking reads words
+    assert shipped.marks.added.any() and shipped.marks.dropped.any()
 
 
 # -- through the real model, store and indexes ---------------------------------------------------
@@ -178,3 +179,11 @@ def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
             z.append(pair.features(o, n, a, b) @ head.weights + head.bias + said)
         by_features = 1 / (1 + np.exp(-np.array(z)))
         assert np.allclose(head.each(older, newer, *texts, vocab), by_features, atol=1e-6)
+
+
+def test_the_vocabulary_puts_the_models_words_first_and_keeps_each_id() -> None:
+    vocab = pair.Vocabulary(["also", "now"])
+    assert vocab.ids(["now", "also"]).tolist() == [0, 1] and vocab.known == 2
+    new = vocab.ids(["zebra", "now", "quokka"]).tolist()
+    assert new[0] == 1 and sorted(new[1:]) == [2, 3]  # words the model never saw come after its own
+    assert vocab.ids(["quokka", "zebra"]).tolist() == sorted(new[1:])  # and keep their ids

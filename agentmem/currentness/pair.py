@@ -51,12 +51,12 @@ class Vocabulary:
     def ids(self, words: Iterable[str]) -> np.ndarray:
         """The ids of `words` (distinct), sorted."""
         words = list(words)
-        get = self._id.get
-        found = [get(w) for w in words]
-        if None in found:
+        known = self._id
+        if not all(w in known for w in words):
             with self._lock:
-                found = [self._id.setdefault(w, len(self._id)) for w in words]
-        return np.array(sorted(found), dtype=np.int32)
+                for w in words:
+                    known.setdefault(w, len(known))
+        return np.array(sorted(known[w] for w in words), dtype=np.int32)
 
 
 class Window(msgspec.Struct, frozen=True):
