@@ -43,7 +43,7 @@ def model(bias: float) -> pair.PairModel:
     none = np.zeros(0, np.float32)
     head = pair.Head(weights=np.zeros(2 + 3 * DIM, np.float32), bias=bias, added=none, dropped=none)
     return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5,
-                          vocabulary=pair.shipped().vocabulary)  # fmt: skip
+                          vocabulary=pair.shipped().vocabulary, both=pair.Heads.of([head, head]))  # fmt: skip
 
 
 # ranked: an older fact first, an unrelated memory, then the newer statement of the older's topic

@@ -60,25 +60,23 @@ class Vocabulary:
 
 
 class Window(msgspec.Struct, frozen=True):
-    """Texts compared pairwise, as both heads read them, built once for all the pairs among them:
-    their unit vectors as rows, their words as 0/1 rows over the words they hold together (`words`,
-    vocabulary ids), and what every pair shares (cosines, words in common)."""
+    """Texts compared pairwise, as both heads read them: their unit vectors as rows, and their words
+    as 0/1 rows over the words they hold together (`words`: the vocabulary id of each column)."""
 
     vectors: np.ndarray  # texts x dim
     bags: np.ndarray  # texts x words
-    words: np.ndarray  # the vocabulary id of each column of `bags`
-    cosines: np.ndarray  # texts x texts
-    shared: np.ndarray  # texts x texts: how many words both hold
+    words: np.ndarray
+    sizes: np.ndarray  # how many words each text holds
 
     @classmethod
     def of(cls, vectors: np.ndarray, word_ids: Sequence[np.ndarray]) -> Window:
         """The window of texts given as their unit vectors (rows) and their words' vocabulary ids."""
         held = np.concatenate(word_ids) if word_ids else np.zeros(0, dtype=np.int32)
         words, column = np.unique(held, return_inverse=True)
+        sizes = np.array([len(x) for x in word_ids], dtype=np.float32)
         bags = np.zeros((len(word_ids), len(words)), dtype=np.float32)
-        bags[np.repeat(np.arange(len(word_ids)), [len(x) for x in word_ids]), column] = 1.0
-        vectors = np.asarray(vectors, dtype=np.float32)
-        return cls(vectors=vectors, bags=bags, words=words, cosines=vectors @ vectors.T, shared=bags @ bags.T)
+        bags[np.repeat(np.arange(len(word_ids)), sizes.astype(np.int64)), column] = 1.0
+        return cls(vectors=np.asarray(vectors, dtype=np.float32), bags=bags, words=words, sizes=sizes)
 
     @classmethod
     def apart(cls, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str],
@@ -106,7 +104,7 @@ class Head(msgspec.Struct, frozen=True):
 
     def weigh(self, w: Window, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
         """Its probability for each pair (`older[k]`, `newer[k]`) of positions in `w`."""
-        return _weigh((self,), w, older, newer)[:, 0]
+        return _weigh(Heads.of([self]), w, older, newer)[:, 0]
 
     def each(self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str],
              vocabulary: Vocabulary) -> np.ndarray:  # fmt: skip
@@ -114,39 +112,58 @@ class Head(msgspec.Struct, frozen=True):
         return self.weigh(*Window.apart(older, newer, older_texts, newer_texts, vocabulary))
 
 
-_CHUNK = 64  # pairs per block: a block's vector differences stay small (an allocation the size of
-# all of them goes to mmap and page-faults on every recall, which cost more than the arithmetic)
+class Heads(msgspec.Struct, frozen=True):
+    """Heads weighed together, their weights laid out once for `_weigh`: the vector inputs as one
+    matrix (the cosine is the sum of the product, so its weight joins the product's), and the word
+    weights by vocabulary id, with a last row of zeros for the words no head was trained on."""
+
+    vector: np.ndarray  # 3 * dim x heads: product, distance, difference
+    jaccard: np.ndarray  # heads
+    bias: np.ndarray  # heads
+    added: np.ndarray | None  # known words + 1 x heads; None when no head reads words
+    dropped: np.ndarray | None
+
+    @classmethod
+    def of(cls, heads: Sequence[Head]) -> Heads:
+        """The heads `heads`, in this order (columns)."""
+        d = heads[0].dim
+        x = np.stack([h.weights for h in heads], axis=1).astype(np.float32)
+        vector = x[2:].copy()
+        vector[:d] += x[0]
+        known = max(len(h.added) for h in heads)
+        added = dropped = None
+        if known:
+            added, dropped = (np.zeros((known + 1, len(heads)), np.float32) for _ in "ad")
+            for k, h in enumerate(heads):
+                added[: len(h.added), k], dropped[: len(h.dropped), k] = h.added, h.dropped
+        bias = np.array([h.bias for h in heads], dtype=np.float32)
+        return cls(vector=vector, jaccard=x[1].copy(), bias=bias, added=added, dropped=dropped)
 
 
-def _weigh(heads: Sequence[Head], w: Window, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
+_CHUNK = 64  # pairs per block: a block's features stay small (an allocation the size of all of
+# them goes to mmap and page-faults on every recall, which cost more than the arithmetic)
+
+
+def _weigh(hs: Heads, w: Window, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
     """Each head's probability (columns) for each pair (`older[k]`, `newer[k]`) of positions in `w`:
-    `features` and `word_features` weighed without building them. What a pair's two texts share
-    (product, difference, words) is read from window-sized matrices; only the distance needs
-    the pairs' vectors, in blocks."""
-    d = heads[0].dim
-    x = np.stack([h.weights for h in heads], axis=1)  # inputs x heads
+    `features` and `word_features` weighed, the vector inputs of a block of pairs in one product,
+    the words from the window's bags (what the newer adds is all its words less those both hold).
+    Few array calls: at a recall's sizes, each costs more than its arithmetic."""
     v = w.vectors
-    size = w.bags.sum(axis=1)
-    shared = w.shared[older, newer]
-    union = size[older] + size[newer] - shared
-    jaccard = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
-    z = np.outer(w.cosines[older, newer], x[0]) + np.outer(jaccard, x[1]) + np.array([h.bias for h in heads])
-    for k in range(len(heads)):
-        product = (v * x[2 : 2 + d, k]) @ v.T  # texts x texts: o . (w * n)
-        moved = v @ x[2 + 2 * d :, k]  # (n - o) . w = n . w - o . w
-        z[:, k] += product[older, newer] + moved[newer] - moved[older]
+    z = np.empty((len(older), len(hs.bias)), dtype=np.float32)
     for at in range(0, len(older), _CHUNK):
-        o, n = older[at : at + _CHUNK], newer[at : at + _CHUNK]
-        z[at : at + _CHUNK] += np.abs(v[o] - v[n]) @ x[2 + d : 2 + 2 * d]
-    for k, h in enumerate(heads):
-        if not h.added.size:
-            continue
-        at_id = np.where(w.words < len(h.added), w.words, 0)
-        for weight, given, other in ((h.added, newer, older), (h.dropped, older, newer)):
-            by_word = w.bags * np.where(w.words < len(weight), weight[at_id], 0.0).astype(np.float32)
-            both = by_word @ w.bags.T  # texts x texts: the weight of the words both hold
-            # the words `given` holds and `other` lacks: all of given's, less those both hold
-            z[:, k] += by_word.sum(axis=1)[given] - both[given, other]
+        o, n = v[older[at : at + _CHUNK]], v[newer[at : at + _CHUNK]]
+        moved = n - o
+        z[at : at + _CHUNK] = np.concatenate([o * n, np.abs(moved), moved], axis=1) @ hs.vector
+    bo, bn = w.bags[older], w.bags[newer]
+    both = bo * bn
+    shared = both.sum(axis=1)
+    union = w.sizes[older] + w.sizes[newer] - shared  # no words on either side: no overlap
+    z += np.outer(shared / np.maximum(union, 1.0), hs.jaccard) + hs.bias
+    if hs.added is not None and hs.dropped is not None:
+        ids = np.minimum(w.words, len(hs.added) - 1)  # a word no head knows weighs nothing
+        added, dropped = hs.added[ids], hs.dropped[ids]
+        z += bn @ added + bo @ dropped - both @ (added + dropped)
     return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
@@ -163,6 +180,7 @@ class PairModel(msgspec.Struct, frozen=True):
     mark: float  # recall marks the older hit `older_than` at or above this (`marks`)
     topic: float  # the cosine at which two hits can be about one topic
     vocabulary: Vocabulary
+    both: Heads  # `marks` and `orders`, weighed together by `judge`
 
     @property
     def dim(self) -> int:
@@ -172,7 +190,7 @@ class PairModel(msgspec.Struct, frozen=True):
     def judge(self, w: Window, older: np.ndarray, newer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each pair of positions in `w`: whether recall puts the newer first, and whether it
         marks the older."""
-        p = _weigh((self.marks, self.orders), w, older, newer)
+        p = _weigh(self.both, w, older, newer)
         marked, ordered = p[:, 0] >= self.mark, p[:, 1] >= self.order
         return ordered | marked, marked
 
@@ -212,7 +230,8 @@ def shipped() -> PairModel:
     card = json.loads(CARD.read_text())
     t = card["thresholds"]
     return PairModel(embedder=card["embedder"], orders=heads["orders"], marks=heads["marks"], order=t["order"],
-                     mark=t["mark"], topic=t["topic"], vocabulary=vocabulary)  # fmt: skip
+                     mark=t["mark"], topic=t["topic"], vocabulary=vocabulary,
+                     both=Heads.of([heads["marks"], heads["orders"]]))  # fmt: skip
 
 
 def word_ids(words: Iterable[str]) -> np.ndarray:
