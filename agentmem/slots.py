@@ -175,15 +175,16 @@ def pairs(
     read = [_read(b, q, when_words) if ok else [] for b, ok in zip(best, can, strict=True)]
     # without the value rules, two hits pair only on query words that describe a claim of each
     asked = [frozenset().union(*(qw for _, _, qw in r)) for r in read]
+    # an event, or a hit that states nothing this query or a rule can pair, takes no part; the
+    # others are compared oldest first, each with those strictly later (statements of one moment, a
+    # conversation imported at once, are not ordered)
+    taking = sorted((i for i in range(len(head)) if can[i]), key=when.__getitem__)
     found: list[tuple[int, int]] = []
-    for i, older in enumerate(head):
-        if not can[i]:
-            continue  # an event, or states nothing this query or a rule can pair
-        for j, newer in enumerate(head):
-            # strictly later: statements of one moment (a conversation imported at once) are not ordered
-            if not can[j] or not when[i] < when[j] or older.memory.lineage_id == newer.memory.lineage_id:
-                continue
-            if older.memory.content == newer.memory.content:
+    for at, i in enumerate(taking):
+        older = head[i].memory
+        for j in taking[at + 1 :]:
+            newer = head[j].memory
+            if not when[i] < when[j] or older.lineage_id == newer.lineage_id or older.content == newer.content:
                 continue
             a, b = slots[i], slots[j]
             if a is not None and b is not None:
@@ -194,4 +195,4 @@ def pairs(
                 same = _same_read(read[i], read[j], q, query_words_needed, said[i] and said[j], value_rules)
             if same:
                 found.append((i, j))
-    return found
+    return sorted(found)
