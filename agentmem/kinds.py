@@ -49,9 +49,16 @@ def with_overrides(overrides: dict[str, KindSpec]) -> dict[str, KindSpec]:
     return {**KINDS, **overrides}
 
 
+def decay_rate(spec: KindSpec) -> float:
+    """lambda = ln 2 / half-life, per day; 0.0 for a kind that never decays."""
+    return 0.0 if spec.half_life_days is None else math.log(2) / spec.half_life_days
+
+
 def decay_factor(kind: str, days: float, kinds: dict[str, KindSpec] = KINDS) -> float:
-    """exp(-lambda * days), with lambda = ln 2 / half-life; 1.0 for kinds that never decay."""
-    half_life = kinds[kind].half_life_days
-    if half_life is None or days <= 0:
-        return 1.0
-    return math.exp(-math.log(2) / half_life * days)
+    """exp(-lambda * days) (`decay_rate`); 1.0 for kinds that never decay."""
+    return decayed(decay_rate(kinds[kind]), days)
+
+
+def decayed(rate: float, days: float) -> float:
+    """exp(-rate * days), and 1.0 for no rate or no time passed."""
+    return math.exp(-rate * days) if rate and days > 0 else 1.0

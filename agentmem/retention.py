@@ -12,12 +12,13 @@ neglected memory alive on its own (a sum of 1 / days-since-access has no such bo
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
 
-from agentmem.kinds import KINDS, KindSpec, decay_factor
+from agentmem.kinds import KINDS, KindSpec, decay_factor, decay_rate, decayed
 from agentmem.records import MemoryVersion
 
 DAY = 86400.0
@@ -75,6 +76,15 @@ def decay_of(m: MemoryVersion, now: datetime, kinds: dict[str, KindSpec] = KINDS
 def effective_confidence(m: MemoryVersion, now: datetime, kinds: dict[str, KindSpec] = KINDS) -> float:
     """confidence x decay: what recall ranks by and what retention starts from."""
     return m.confidence * decay_of(m, now, kinds)
+
+
+def effective_confidences(
+    versions: Sequence[MemoryVersion], now: datetime, kinds: dict[str, KindSpec] = KINDS
+) -> list[float]:
+    """`effective_confidence` of each version, each kind's rate worked out once (recall's pool)."""
+    rates = {name: decay_rate(spec) for name, spec in kinds.items()}
+    fact = rates["fact"]
+    return [m.confidence * decayed(rates.get(m.kind, fact), days_between(m.last_reinforced_at, now)) for m in versions]
 
 
 def reinforced(confidence: float) -> float:

@@ -13,7 +13,7 @@ import pytest
 from agentmem import Config, ConflictError, Memory, NotFoundError, ValidationError
 from agentmem.kinds import KINDS, KindSpec, decay_factor
 from agentmem.records import MemoryVersion
-from agentmem.retention import RetentionPolicy, access_term, retention
+from agentmem.retention import RetentionPolicy, access_term, effective_confidence, effective_confidences, retention
 from fakes import FakeEmbedder
 
 BACKENDS = ("duckdb", "postgres")  # tests taking `memory` run on both (see conftest.py)
@@ -63,6 +63,17 @@ def test_kinds_are_ordered_as_documented() -> None:
     assert life["event"] is None
     assert life["identity"] > life["preference"] == life["decision"] > life["config"] > life["observation"]  # type: ignore[operator]
     assert decay_factor("event", 10_000) == 1.0
+
+
+def test_a_pool_decays_as_each_memory_does() -> None:
+    """Recall's batch (`effective_confidences`) gives each version exactly what retention gives it:
+    every kind, a kind nobody declared (ages like a fact) and a clock set in the future."""
+    now = NOW + timedelta(days=40)
+    pool = [version(id=i, kind=k, last_reinforced_at=NOW - timedelta(days=3 * i))
+            for i, k in enumerate([*KINDS, "made_up"], 1)]  # fmt: skip
+    pool.append(version(id=99, last_reinforced_at=now + timedelta(days=1)))
+    assert effective_confidences(pool, now) == [effective_confidence(m, now) for m in pool]
+    assert len(set(effective_confidences(pool, now))) > len(KINDS) // 2  # the kinds really decay apart
 
 
 def test_reinforcement_resets_the_clock(memory: Memory, clock) -> None:  # type: ignore[no-untyped-def]

@@ -159,9 +159,9 @@ def test_ranking_keeps_the_order_of_scoring_every_candidate_in_full() -> None:
         vec = {i: (r, s) for r, (i, s) in enumerate(vector, 1)}
         best = (text[0][1], vector[0][1])
         full = []
-        for m in versions:
+        each = terms(versions, now=now, bm25=bm25, vector=vec, best=best, weights=weights)
+        for m, ts in zip(versions, each, strict=True):
             b, v = bm25.get(m.id), vec.get(m.id)
-            ts = terms(m, now=now, bm25=b, vector=v, best=best, weights=weights)
             t, why = total(ts, weights), parts(m, ts, b, v)
             if w is not None:
                 f = fit(m.valid_from, w, lasting=m.kind != "event", valid_to=m.valid_to)  # events are moments

@@ -42,12 +42,9 @@ def fusion(pool: Pool, *, now: datetime, weights: Weights, kinds: dict[str, Kind
     bm25 = {i: (rank, s) for rank, (i, s) in enumerate(pool.text_hits, 1)}
     vec = {i: (rank, s) for rank, (i, s) in enumerate(pool.vector_hits, 1)}
     best = (max((s for _, s in pool.text_hits), default=0.0), max((s for _, s in pool.vector_hits), default=0.0))
-    out = []
-    for m in pool.versions:
-        b, v = bm25.get(m.id), vec.get(m.id)
-        t = terms(m, now=now, bm25=b, vector=v, best=best, weights=weights, kinds=kinds)
-        out.append(Scored(m, t, b, v, total(t, weights)))
-    return out
+    each = terms(pool.versions, now=now, bm25=bm25, vector=vec, best=best, weights=weights, kinds=kinds)
+    pairs = zip(pool.versions, each, strict=True)
+    return [Scored(m, t, bm25.get(m.id), vec.get(m.id), total(t, weights)) for m, t in pairs]
 
 
 def time_fit(
