@@ -239,6 +239,37 @@ def summarise(
     return out
 
 
+def restarted(
+    children: dict[str, Child], sides: dict[str, Side], specs: dict[str, dict[str, Any]], work_root: Path,
+    plan: Plan, order: list[str], args: argparse.Namespace,
+) -> dict[str, Any]:  # fmt: skip
+    """Each side closed and opened again on its store in a fresh process (`children` is updated),
+    then round 1's recall-mode queries timed once, cold: what a restart costs the first recalls."""
+    for child in children.values():
+        child.close()
+    queries = plan.rounds[0]["recall"]
+    out: dict[str, Any] = {"queries": len(queries)}
+    times: dict[str, dict[str, list[float]]] = {}
+    for name in order:
+        children[name] = Child(sides[name], {**specs[name], "reuse": True}, work_root / name)
+    for name in order:
+        ready = children[name].wait_ready()
+        out[name] = {"open_seconds": ready["store"]["open_seconds"]}
+        children[name].ask("prewarm", queries=queries)  # the query vectors: embedding is not what is timed
+        times[name] = {"ms": [], "cpu_ms": [], "stage_cpu_ms": []}
+    say(f"after a restart: {len(queries)} first recalls a side, {args.batch} a turn")
+    for c, start in enumerate(range(0, len(queries), args.batch)):
+        for name in order if c % 2 == 0 else order[::-1]:
+            got = children[name].ask("time", queries=queries[start : start + args.batch])
+            for metric, spent in times[name].items():
+                spent.extend(got[metric])
+    for name in order:
+        out[name].update({metric: stats(spent) for metric, spent in times[name].items()})
+    if "baseline" in times:
+        out["paired_cpu"] = paired(times["baseline"]["cpu_ms"], times["new"]["cpu_ms"], args.seed)
+    return out
+
+
 def agreement(ids: dict[str, dict[str, list[list[list[int]]]]], plan: Plan) -> dict[str, Any]:
     """How often both sides return the same top k (same ids in the same order), and the set overlap."""
     out: dict[str, Any] = {}
@@ -337,6 +368,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", choices=("onnx", "torch"), default="onnx", help="the query model (default onnx)")
     p.add_argument("--import-chunk", type=int, default=10_000, help="memories per import_lines call")
     p.add_argument("--cache", type=Path, default=CACHE_DIR / NAME, help="the baseline worktree (%(default)s)")
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="then restart each side on its store and time its first recalls (round 1's), cold",
+    )
     p.add_argument("--render-only", action="store_true", help="rewrite the .md and .png from --out/recall_ab.json")
     args = p.parse_args(argv)
     if args.size < 1 or args.rounds < 1 or args.queries < 1 or args.batch < 1:
@@ -380,6 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     work_root = Path(tempfile.mkdtemp(prefix="agentmem-recall-ab-", dir=args.work_dir))
     children: dict[str, Child] = {}
+    specs: dict[str, dict[str, Any]] = {}
     results: dict[str, Any] = {
         "command": command,
         "machine": machine,
@@ -429,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # every query of the run fits: a recall+embed query must never push out a recall-mode one
                 "cache_size": len(plan.warmup) + sum(len(plan.queries(m)) for m in MODES) + 64,
             }
-            children[name] = Child(side, spec, work)
+            children[name], specs[name] = Child(side, spec, work), spec
         say(f"building {len(children)} store(s) of {size:,} memories at once")
         for name, child in children.items():
             ready = child.wait_ready()
@@ -494,6 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["profiles"] = {n: children[n].ask("profile_report", top=150) for n in order}
             if "baseline" in children:
                 results["profile_growth"] = profile_growth(results["profiles"])
+        if args.restart:
+            results["restart"] = restarted(children, sides, specs, work_root, plan, order, args)
     finally:
         for child in children.values():
             child.close()
@@ -637,6 +676,26 @@ def render_markdown(results: dict[str, Any]) -> str:
                 g["new_calls"],
             ] for g in growth), "lrrrr"),
         ]  # fmt: skip
+    r = results.get("restart")
+    if r:
+        lines += [
+            "",
+            f"## After a restart: the first {r['queries']} recalls",
+            "",
+            "Each side's process closed, and a fresh one opened on the same store (no warm-up recalls; query"
+            " vectors from the embedder's cache), timed as above:",
+            "",
+            *table(["side", "open s", "wall p50 / p95 ms", "CPU p50 / mean ms", "currentness stage CPU p50 / mean ms"],
+                   ([n, fmt(r[n]["open_seconds"]), f"{fmt(r[n]['ms']['p50'])} / {fmt(r[n]['ms']['p95'])}",
+                     f"{fmt(r[n]['cpu_ms']['p50'])} / {fmt(r[n]['cpu_ms']['mean'])}",
+                     f"{fmt(r[n]['stage_cpu_ms']['p50'])} / {fmt(r[n]['stage_cpu_ms']['mean'])}"]
+                    for n in names), "lrrrr"),
+        ]  # fmt: skip
+        if "paired_cpu" in r:
+            pc = r["paired_cpu"]
+            lines += ["", f"Paired CPU Δ (new - baseline, same query): median {fmt(pc['median_ms'], True)} ms"
+                          f" [{fmt(pc['ci95_ms'][0], True)}, {fmt(pc['ci95_ms'][1], True)}], mean"
+                          f" {fmt(pc['mean_ms'], True)} ms."]  # fmt: skip
     loaded = ", ".join(f"{n} {sides[n]['store']['load_seconds']} s" for n in names if "store" in sides[n])
     lines += [
         "",

@@ -10,7 +10,8 @@ surface of agentmem both sides share: `Memory(path, embedder=...)`, `import_line
 `recall()`, `close()`, the export format (agentmem.transfer) and the packaged embedders.
 
 It loads the texts and their vectors (files the parent wrote for this process alone) through
-`import_lines`, one memory a minute ending at the spec's base time, then answers one JSON command a
+`import_lines`, one memory a minute ending at the spec's base time (or, with the spec's `reuse`,
+opens the store an earlier process built: a restart), then answers one JSON command a
 line on stdin with one JSON reply a line on the protocol stream (stdout; everything else this
 process prints goes to stderr):
 
@@ -179,9 +180,12 @@ def main() -> int:
     texts = json.loads(Path(spec["texts"]).read_text())
     vectors = np.load(spec["vectors"])
     emb = make_embedder(spec["embedder"], int(spec["cache_size"]))
+    t0 = time.perf_counter()
     mem = Memory(Path(spec["store"]), embedder=emb)
+    opened = round(time.perf_counter() - t0, 2)
     try:
-        store = load(mem, texts, vectors, spec, say)
+        store = {"memories": len(texts)} if spec.get("reuse") else load(mem, texts, vectors, spec, say)
+        store["open_seconds"] = opened
         del texts, vectors
         warmed = False
         try:  # what a server does at startup (agentmem serve): dateparser loaded before the first query
