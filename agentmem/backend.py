@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -49,12 +49,15 @@ class Live(Current, Protocol):
 
     def ids(self) -> set[int]: ...
 
-    def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None: ...
+    def apply(
+        self, gone: Iterable[int], added: dict[int, MemoryVersion], analyses: Mapping[int, Analysis]
+    ) -> None: ...
 
     def put(self, v: MemoryVersion) -> None: ...
 
-    def analyses(self, ids: Iterable[int]) -> dict[int, Analysis]:
-        """The text analyses it holds of the current versions among `ids` (`agentmem.currentness.analysis`)."""
+    def analyses(self, versions: Iterable[MemoryVersion]) -> dict[int, Analysis]:
+        """The stored text analyses of the current versions among `versions`, by id
+        (`agentmem.currentness.analysis`)."""
         ...
 
 

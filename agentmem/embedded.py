@@ -8,6 +8,7 @@ the change safe in DuckDB and is replayed from the outbox before the next search
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -16,8 +17,10 @@ from datetime import datetime
 from pathlib import Path
 
 import msgspec
+from tqdm import tqdm
 
 from agentmem.config import Config
+from agentmem.currentness import analysis
 from agentmem.documents import ANALYSIS, StoreSource, doc_of
 from agentmem.filters import Filter
 from agentmem.live import LiveSet
@@ -48,10 +51,28 @@ class Embedded:
         self.store = Store(path / DB_FILE)
         try:
             self.live = LiveSet(self.store.versions(Filter(current_only=True)))
+            self._read_analyses()
         except BaseException:
             self.store.close()
             raise
         self._stale = False
+
+    def _read_analyses(self) -> None:
+        """The current versions' stored text analyses into the live set (decoded when first
+        read). Those this code's
+        `analysis.VERSION` did not make (a data directory written before it) are made again and
+        stored, once."""
+        rows = self.store.current_analyses()
+        self.live.hold_stored((i, data) for i, data in rows if data is not None and analysis.current(data))
+        todo = self.live.missing_analyses()
+        if not todo:
+            return
+        log.info("analysing %d memories for currentness (analysis version %d)", len(todo), analysis.VERSION)
+        bar = tqdm(todo, desc="analyse", unit="memory", disable=not sys.stderr.isatty(), leave=False)
+        made, data = analysis.of_new(bar)
+        with self.store.transaction() as tx:
+            self.store.put_analyses(tx, data)
+        self.live.hold_analyses(made)
 
     def open_indexes(self, model: str, lock: threading.RLock) -> None:
         self._lock = lock
@@ -71,7 +92,7 @@ class Embedded:
 
     def committed(self, w: Write, first: int, accesses: Counter[int]) -> None:
         c = w.changes
-        self.live.apply(c.gone, c.added)
+        self.live.apply(c.gone, c.added, w.analyses)
         for memory_id, n in accesses.items():
             m = self.live.get(memory_id)
             if m is not None:

@@ -23,6 +23,7 @@ import msgspec
 from agentmem.audit import AuditEntry
 from agentmem.backend import open_backend
 from agentmem.config import Config
+from agentmem.currentness import analysis
 from agentmem.errors import NotFoundError, ValidationError
 from agentmem.provider import Provider
 from agentmem.records import MemoryVersion
@@ -134,10 +135,11 @@ class Engine:
             self._abort(w)  # nothing to write: a shared store's transaction ends (and its locks go)
             return
         c, s = w.changes, self.store
+        w.analyses, stored = analysis.of_new(c.inserts.values())  # each text read once, here
         try:
             with s.transaction(w.session) as tx:
                 self.serving.write(tx, w)
-                s.insert_versions(tx, list(c.inserts.values()))
+                s.insert_versions(tx, list(c.inserts.values()), stored)
                 s.apply_updates(tx, c.updates, c.read)
                 for e in c.erasures:
                     s.erase(tx, e.ids, e.hashes, e.fields, lineages=e.lineages, known=e.known)

@@ -3,19 +3,20 @@
 It mirrors DuckDB exactly because one process owns the store and updates it right after each
 commit. Recall filters and ranks against it, so a stale index can never bring back an old
 version and the hot path makes no DuckDB round trip. It also holds each current version's text
-analysis (`agentmem.currentness.analysis`), made once when a commit brings the version in.
+analysis (`agentmem.currentness.analysis`), stored with it when a commit writes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from agentmem.currentness.analysis import Analysis, analyse, wanted
+from agentmem.currentness.analysis import Analysis, decode, wanted
 from agentmem.records import MemoryVersion
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import identity, slot_of
 
 Lookup = tuple[str, str]  # (project, value)
+EMPTY: Mapping[int, Analysis] = {}
 
 
 class LiveSet:
@@ -25,6 +26,7 @@ class LiveSet:
         self._by_slot: dict[Lookup, set[int]] = {}
         self._by_norm: dict[Lookup, set[int]] = {}
         self._analysis: dict[int, Analysis] = {}
+        self._stored: dict[int, bytes] = {}  # analyses read back from the store, decoded when first read
         for v in versions:
             self.put(v)
 
@@ -77,36 +79,56 @@ class LiveSet:
             self._unlink(old)
             if (old.content, old.kind) != (v.content, v.kind):
                 self._analysis.pop(v.id, None)
+                self._stored.pop(v.id, None)
         for table, lookup in self._lookups(v):
             table.setdefault(lookup, set()).add(v.id)
 
-    def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None:
+    def apply(
+        self, gone: Iterable[int], added: dict[int, MemoryVersion], analyses: Mapping[int, Analysis] = EMPTY
+    ) -> None:
         """After a commit: put what a unit changed (in place: a concurrent recall never finds it
-        missing), drop what it removed."""
+        missing), with the analyses the commit stored of its new versions; drop what it removed."""
         for v in added.values():
             self.put(v)
-        self.analyses(added)  # what a commit brings in is read once, now, not by each recall
+        self.hold_analyses(analyses)
         for memory_id in gone:
             if memory_id not in added:
                 self.drop(memory_id)
 
-    def analyses(self, ids: Iterable[int]) -> dict[int, Analysis]:
-        """The text analyses of the current versions among `ids` that currentness reads (not
-        events), by id: those held, and the others made now and held (after a restart, a version
-        is analysed when it is first read)."""
-        held, by_id, out = self._analysis, self._by_id, {}
-        for i in ids:
-            a = held.get(i)
-            if a is None:
-                v = by_id.get(i)
-                if v is None or not wanted(v):
-                    continue
-                a = held[i] = analyse(v.content, v.kind)
-            out[i] = a
+    def hold_analyses(self, analyses: Mapping[int, Analysis]) -> None:
+        """Keep the analyses of current versions, by id (a commit's, or those made when the store
+        opened)."""
+        by_id = self._by_id
+        self._analysis.update((i, a) for i, a in analyses.items() if i in by_id)
+
+    def hold_stored(self, stored: Iterable[tuple[int, bytes]]) -> None:
+        """Keep the stored analyses of current versions (`analysis.encode`d, of this
+        `analysis.VERSION`), by id: each is decoded when a recall first reads it, so a store
+        opens without decoding every one, and only the analyses recall reads take their memory."""
+        by_id = self._by_id
+        self._stored.update((i, data) for i, data in stored if i in by_id)
+
+    def missing_analyses(self) -> list[MemoryVersion]:
+        """The current versions currentness reads whose analysis is not held."""
+        held, stored = self._analysis, self._stored
+        return [v for i, v in self._by_id.items() if i not in held and i not in stored and wanted(v)]
+
+    def analyses(self, versions: Iterable[MemoryVersion]) -> dict[int, Analysis]:
+        """The text analyses held of those of `versions` that are current, by id (those made
+        when written, or read back from the store)."""
+        held, stored, out = self._analysis, self._stored, {}
+        for v in versions:
+            a = held.get(v.id)
+            if a is None and (data := stored.get(v.id)) is not None and (a := decode(data)) is not None:
+                held[v.id] = a
+                stored.pop(v.id, None)
+            if a is not None:
+                out[v.id] = a
         return out
 
     def drop(self, memory_id: int) -> None:
         self._analysis.pop(memory_id, None)
+        self._stored.pop(memory_id, None)
         v = self._by_id.pop(memory_id, None)
         if v is not None:
             self._unlink(v)

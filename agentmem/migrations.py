@@ -110,6 +110,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             )""",
         ],
     ),
+    (
+        4,
+        "m004_analyses",
+        # each version's text analysis (`agentmem.currentness.analysis`): made once, when written
+        ["ALTER TABLE memories ADD COLUMN analysis BLOB"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

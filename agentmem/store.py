@@ -190,7 +190,9 @@ class StoreOfRecord(ABC):
         return None
 
     @abstractmethod
-    def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None: ...
+    def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion], analyses: Mapping[int, bytes]) -> None:
+        """Write new versions, each current one with its text analysis (`analyses`, by id; see
+        `agentmem.currentness.analysis.of_new`)."""
 
     @abstractmethod
     def apply_updates(
@@ -659,11 +661,11 @@ class Store(StoreOfRecord):
     # -- writes (inside transaction()) -------------------------------------
 
     @staticmethod
-    def insert_version(conn: duckdb.DuckDBPyConnection, v: MemoryVersion, norm_hash: str, slot: str | None) -> None:
-        names = COLUMNS + ("norm_hash", "slot")
+    def insert_version(conn: duckdb.DuckDBPyConnection, v: MemoryVersion, analysis: bytes | None) -> None:
+        names = COLUMNS + ("norm_hash", "slot", "analysis")
         conn.execute(
             f"INSERT INTO memories ({', '.join(names)}) VALUES ({_placeholders(len(names))})",
-            version_row(v, norm_hash, slot),
+            [*version_row(v, sha256(identity(v.content)), _slot(v)), analysis],
         )
 
     @staticmethod
@@ -702,16 +704,18 @@ class Store(StoreOfRecord):
             conn.unregister("incoming_vectors")
 
     @staticmethod
-    def insert_versions(conn: duckdb.DuckDBPyConnection, versions: Sequence[MemoryVersion]) -> None:
+    def insert_versions(
+        conn: duckdb.DuckDBPyConnection, versions: Sequence[MemoryVersion], analyses: Mapping[int, bytes]
+    ) -> None:
         """Many versions in one statement, through Arrow (a few as plain parameters)."""
         if len(versions) <= 2:
             for v in versions:
-                Store.insert_version(conn, v, sha256(identity(v.content)), _slot(v))
+                Store.insert_version(conn, v, analyses.get(v.id))
             return
-        names = COLUMNS + ("norm_hash", "slot")
-        rows = [version_row(v, sha256(identity(v.content)), _slot(v)) for v in versions]
+        names = COLUMNS + ("norm_hash", "slot", "analysis")
+        rows = [[*version_row(v, sha256(identity(v.content)), _slot(v)), analyses.get(v.id)] for v in versions]
         columns = {name: [r[i] for r in rows] for i, name in enumerate(names)}
-        types = {"source_ids": pa.list_(pa.int64())}
+        types = {"source_ids": pa.list_(pa.int64()), "analysis": pa.binary()}
         table = pa.table({n: pa.array(vals, type=types.get(n)) for n, vals in columns.items()})
         conn.register("incoming_versions", table)
         try:
@@ -821,7 +825,22 @@ class Store(StoreOfRecord):
             [at, list(counts), list(counts.values())],
         )
 
+    @staticmethod
+    def put_analyses(conn: duckdb.DuckDBPyConnection, analyses: Mapping[int, bytes]) -> None:
+        """Store the text analyses of versions written before their analysis was (or by another
+        version of it), by id."""
+        if analyses:
+            conn.execute(
+                "UPDATE memories SET analysis = a.data FROM (SELECT unnest(?::BIGINT[]) AS id, "
+                "unnest(?::BLOB[]) AS data) a WHERE memories.id = a.id",
+                [list(analyses), list(analyses.values())],
+            )
+
     # -- reads DuckDB does its own way -------------------------------------
+
+    def current_analyses(self) -> list[tuple[int, bytes | None]]:
+        """The stored text analysis of every current version, by id (None where there is none)."""
+        return self._rows(f"SELECT id, analysis FROM memories WHERE {INDEXABLE}")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self.cursor().execute(sql, list(params)).fetchall()

@@ -116,7 +116,7 @@ class Decision(msgspec.Struct, frozen=True):
     near: list[NearDuplicate] = []
 
 
-class Words(msgspec.Struct, frozen=True):
+class Words(msgspec.Struct, frozen=True, array_like=True):
     """A text's content words in order (stopwords dropped), and what the rules read off them."""
 
     words: tuple[str, ...]

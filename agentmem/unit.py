@@ -24,6 +24,7 @@ import msgspec
 import numpy as np
 
 from agentmem.audit import AuditEntry
+from agentmem.currentness.analysis import Analysis
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.live import LiveSet
 from agentmem.records import Link, MemoryVersion, NewMemory
@@ -35,6 +36,7 @@ from indexes.docs import OutboxOp
 ERASED: dict[str, Any] = {
     "status": "deleted", "content": "", "title": None, "subject": None, "predicate": None, "object": None,
     "key": None, "slot": None, "source_ref": None, "content_hash": "", "norm_hash": "", "archived_at": None,
+    "analysis": None,
 }  # fmt: skip
 
 
@@ -150,6 +152,7 @@ class Write:
         self.changes = Changes()
         self._added = LiveSet()
         self.audit_ids: list[int] = []  # filled in by the commit, in the order of `audit()` calls
+        self.analyses: dict[int, Analysis] = {}  # filled in by the commit: its new current versions'
         self.vectors: dict[str, np.ndarray] = {}  # by content hash: what the new versions index
 
     # -- reading through the unit ----------------------------------------------------

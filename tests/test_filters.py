@@ -50,7 +50,7 @@ VERSIONS = [
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     s = Store(Path(tmp_path_factory.mktemp("filters")) / "m.duckdb")
     with s.transaction() as tx:
-        s.insert_versions(tx, VERSIONS)
+        s.insert_versions(tx, VERSIONS, {})
         s.add_links(tx, [Link(2, 1, "derived_from", day(10)), Link(3, 1, "derived_from", day(5)),
                          Link(6, 3, "derived_from", day(2))])  # fmt: skip
         for v, vec in ((1, [1.0, 0.0]), (2, [0.8, 0.6]), (3, [0.0, 1.0]), (6, [0.6, 0.8])):

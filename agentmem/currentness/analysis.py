@@ -2,8 +2,10 @@
 
 Recall compares each of its best hits with every other; reading their texts again for every query
 (sentences, words, values, stems) cost more than the comparisons themselves. So a version's
-`Analysis` is made when a commit makes it current and is kept beside it in the live set
-(`agentmem.live.LiveSet.analyses`); the stage reads it there.
+`Analysis` is made once, when a commit writes the version: it is stored with it (`encode`, in the
+version's row) and kept beside it in the live set (`agentmem.live.LiveSet.analyses`), which reads
+the stored ones back when it opens. `VERSION` names how a text is analysed: a stored analysis of
+another version is made again (`decode` refuses it).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ TIMELESS = frozenset({"event"})
 SAID = frozenset({"observation", "claim"})  # the sentences that best match the query are the ones compared
 
 
-class Claim(msgspec.Struct, frozen=True):
+class Claim(msgspec.Struct, frozen=True, array_like=True):
     """A sentence that states something, with the words the rules read off it: all of them as a set,
     and those that describe its slot (its words less its values and names)."""
 
@@ -89,10 +91,81 @@ class Analysis(msgspec.Struct, frozen=True):
     said: tuple[Claim, ...]
 
 
+# How `analyse` reads a text. Raise it with any change to what it makes: stored analyses of an
+# older version are then made again from their texts.
+VERSION = 1
+
+
+class _Stored(msgspec.Struct, array_like=True):
+    """An `Analysis` as a version's row holds it: its stems as words (the pair model's vocabulary
+    ids are given out per process), the version of `analyse` that made it, and its claims once
+    (`said`, when it has them, holds them all: `claims` are those of `said` that state a value)."""
+
+    version: int
+    stems: list[str]
+    question: tuple[str, str] | None
+    sentences: tuple[Claim, ...]
+    said: bool
+
+
+class _Version(msgspec.Struct, array_like=True):
+    version: int  # the first field of `_Stored`: read alone, the rest is skipped
+
+
+_ENCODER, _DECODER = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(_Stored)
+_VERSION = msgspec.msgpack.Decoder(_Version)
+
+
 def analyse(text: str, kind: str) -> Analysis:
     """The analysis of `text`, a memory of `kind` (pure: the same text and kind give the same one)."""
-    said = claims(text, plain=True) if kind in SAID else ()
-    return Analysis(words=pair.word_ids(token_set(text)), question=question_slot(text), claims=claims(text), said=said)
+    return _made_of(_read(text, kind))
+
+
+def _read(text: str, kind: str) -> _Stored:
+    said = kind in SAID
+    return _Stored(VERSION, sorted(token_set(text)), question_slot(text), claims(text, plain=said), said)
+
+
+def _made_of(s: _Stored) -> Analysis:
+    if s.said:
+        mine = tuple(c for c in s.sentences if c.words.values and len(c.described) >= MIN_WORDS)
+        return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=mine, said=s.sentences)
+    return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=s.sentences, said=())
+
+
+def stored(text: str, kind: str) -> tuple[Analysis, bytes]:
+    """The analysis of `text` (as `analyse`), and the bytes a version's row keeps of it."""
+    s = _read(text, kind)
+    return _made_of(s), _ENCODER.encode(s)
+
+
+def current(data: bytes) -> bool:
+    """Whether `data` is an analysis this `VERSION` made (read without decoding the rest)."""
+    try:
+        return _VERSION.decode(data).version == VERSION
+    except msgspec.DecodeError:
+        return False
+
+
+def decode(data: bytes | None) -> Analysis | None:
+    """The analysis stored as `data`; None when there is none, or `VERSION` did not make it."""
+    if data is None:
+        return None
+    try:
+        s = _DECODER.decode(data)
+    except msgspec.DecodeError:  # written by a version of this code that stored another shape
+        return None
+    return _made_of(s) if s.version == VERSION else None
+
+
+def of_new(versions: Iterable[MemoryVersion]) -> tuple[dict[int, Analysis], dict[int, bytes]]:
+    """What a commit stores of the current versions it writes that currentness reads: their
+    analyses and the bytes of each, by id."""
+    made, data = {}, {}
+    for v in versions:
+        if v.is_latest and v.status == "active" and wanted(v):
+            made[v.id], data[v.id] = stored(v.content, v.kind)
+    return made, data
 
 
 def wanted(v: MemoryVersion) -> bool:

@@ -52,11 +52,15 @@ class Vocabulary:
         """The ids of `words` (distinct), sorted."""
         words = list(words)
         known = self._id
-        if not all(w in known for w in words):
+        try:
+            ids = [known[w] for w in words]
+        except KeyError:  # a word no text held before
             with self._lock:
                 for w in words:
                     known.setdefault(w, len(known))
-        return np.array(sorted(known[w] for w in words), dtype=np.int32)
+            ids = [known[w] for w in words]
+        ids.sort()
+        return np.array(ids, dtype=np.int32)
 
 
 class Window(msgspec.Struct, frozen=True):

@@ -6,9 +6,12 @@ A unit's own reads, which lock what they return, are `agentmem.postgres.current.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agentmem.currentness import analysis
 from agentmem.currentness.analysis import Analysis
 from agentmem.filters import Filter
 from agentmem.postgres.current import slot_key
@@ -18,12 +21,18 @@ from agentmem.records import MemoryVersion
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import identity, sha256
 
+READ_LATELY = 16_384  # analyses kept after a read: about the hits of a few thousand recalls
+
 
 class LiveView:
     """Every current version as the database holds it now (no locks; see the module's docstring)."""
 
     def __init__(self, store: PgStore) -> None:
         self._store = store
+        # analyses read lately, by (id, content hash): a version's text never changes, and an
+        # erased one's hash does, so what was erased is never served from here
+        self._read: OrderedDict[tuple[int, str], Analysis] = OrderedDict()
+        self._read_lock = threading.Lock()
 
     def __len__(self) -> int:
         return int(self._store.scalar(f"SELECT count(*) FROM memories WHERE {CURRENT}"))
@@ -69,13 +78,33 @@ class LiveView:
         return None  # reads without locks have nothing to hold (a unit's `Current` locks)
 
     # the embedded live set follows each commit; the database needs no telling
-    def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion]) -> None:
+    def apply(self, gone: Iterable[int], added: dict[int, MemoryVersion], analyses: Mapping[int, Analysis]) -> None:
         return None
 
     def put(self, v: MemoryVersion) -> None:
         return None
 
-    def analyses(self, ids: Iterable[int]) -> dict[int, Analysis]:
-        """None held: the database keeps no analysis yet, so recall makes those it reads
-        (`agentmem.currentness.analysis.of_versions`, which keeps the latest few thousand)."""
-        return {}
+    def analyses(self, versions: Iterable[MemoryVersion]) -> dict[int, Analysis]:
+        """The analyses the database stores of `versions`: those read lately, the others in one
+        read per project. One stored by another `analysis.VERSION` is left out (recall makes it:
+        `analysis.of_versions`)."""
+        out: dict[int, Analysis] = {}
+        unread: list[MemoryVersion] = []
+        with self._read_lock:
+            for v in versions:
+                a = self._read.get((v.id, v.content_hash))
+                if a is None:
+                    unread.append(v)
+                else:
+                    self._read.move_to_end((v.id, v.content_hash))
+                    out[v.id] = a
+        if not unread:
+            return out
+        stored = self._store.analyses(unread)
+        with self._read_lock:
+            for v in unread:
+                if (a := analysis.decode(stored.get(v.id))) is not None:
+                    out[v.id] = self._read[(v.id, v.content_hash)] = a
+            while len(self._read) > READ_LATELY:
+                self._read.popitem(last=False)
+        return out

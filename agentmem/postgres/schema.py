@@ -14,7 +14,7 @@ from typing import Any
 
 from agentmem.errors import SchemaTooNewError, StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CURRENT = "is_latest AND status = 'active'"
 M_CURRENT = "m.is_latest AND m.status = 'active'"  # the same, on the alias m
 PROJECTS_OF = "SELECT id, project FROM memory_projects WHERE id = ANY(?::bigint[])"  # each id's project
@@ -94,6 +94,9 @@ UPGRADES: dict[int, list[str]] = {
         SEARCH_INDEX,
         *RECOUNT,
     ],
+    5: [  # each version's text analysis (`agentmem.currentness.analysis`), made when written
+        "ALTER TABLE memories ADD COLUMN IF NOT EXISTS analysis bytea",
+    ],
 }
 
 META = "CREATE TABLE IF NOT EXISTS agentmem_meta (name text PRIMARY KEY, value text NOT NULL)"
@@ -152,6 +155,7 @@ def statements(dim: int) -> list[str]:
             doc_len integer,
             {SEARCH_COLUMN},
             embedding vector({int(dim)}),
+            analysis bytea,
             PRIMARY KEY (project, id)
         )""",
         "CREATE INDEX memories_by_id ON memories (id)",

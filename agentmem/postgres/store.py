@@ -18,7 +18,7 @@ transaction remembers the project of every version it read or wrote (`Tx.project
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from datetime import datetime
@@ -45,7 +45,7 @@ from indexes.docs import OutboxEntry, OutboxOp
 _RETRY = (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable, psycopg.errors.SerializationFailure)
 _NAMES = COLUMNS + ("norm_hash", "slot")
 # the columns each binary COPY writes
-_COPIED = {"memories": (*_NAMES, "doc", "doc_len", "embedding"), "memory_projects": ("id", "project")}
+_COPIED = {"memories": (*_NAMES, "doc", "doc_len", "embedding", "analysis"), "memory_projects": ("id", "project")}
 _AUDIT_COLUMNS = ("project", "id", "created_at", "action", "actor", "memory_id", "lineage_id", "affected", "reason",
                   "details")  # fmt: skip
 _encode = msgspec.json.Encoder().encode
@@ -285,7 +285,7 @@ class PgStore(StoreOfRecord):
         if vectors:
             self.put_embeddings(conn, list(vectors), model, np.stack(list(vectors.values())))
 
-    def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion]) -> None:
+    def insert_versions(self, conn: Any, versions: Sequence[MemoryVersion], analyses: Mapping[int, bytes]) -> None:
         """The versions in one COPY, each with its vector, and every id's project in another.
 
         A current version whose whole lineage is in `versions` (a new memory, or an import) and
@@ -315,7 +315,8 @@ class PgStore(StoreOfRecord):
                     waits = v.is_latest and v.status == "active" and doc is None  # `enqueue` sets both
                     vector = None if waits else tx.vectors.get(v.content_hash)
                     copy.write_row([*version_row(v, sha256(identity(v.content)), _slot(v)), doc,
-                                    None if doc is None else bm25.doc_length(doc), vector])  # fmt: skip
+                                    None if doc is None else bm25.doc_length(doc), vector,
+                                    analyses.get(v.id)])  # fmt: skip
             with cur.copy("COPY memory_projects (id, project) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(self.copy_types["memory_projects"])
                 for v in versions:
@@ -565,6 +566,18 @@ class PgStore(StoreOfRecord):
             return {}
         rows = (run or self._rows)(schema.PROJECTS_OF, [wanted])
         return {int(i): str(p) for i, p in rows}
+
+    def analyses(self, versions: Iterable[MemoryVersion]) -> dict[int, bytes]:
+        """The stored text analyses of `versions`, by id (one read per project)."""
+        by_project: dict[str, list[int]] = {}
+        for v in versions:
+            by_project.setdefault(v.project, []).append(v.id)
+        out: dict[int, bytes] = {}
+        for project, ids in sorted(by_project.items()):
+            rows = self.query("SELECT id, analysis FROM memories WHERE project = ? AND id = ANY(?::bigint[]) "
+                              "AND analysis IS NOT NULL", [project, ids])  # fmt: skip
+            out.update((int(i), bytes(data)) for i, data in rows)
+        return out
 
     def by_project(self, ids: Sequence[int], run: Any = None) -> dict[str, list[int]]:
         """These ids (those stored) grouped by their project, projects and ids in order."""

@@ -52,7 +52,8 @@ def current_first(
             judge = None
     if window:
         mine = _compared(head, vectors, judge, model, store, project)
-        read = analysis.of_versions([h.memory for h in head], live.analyses([h.memory.id for h in head]))
+        shown = [h.memory for h in head]
+        read = analysis.of_versions(shown, live.analyses(shown))
         rules = slots.pairs(head, read, query.words, query.time_words, query_words_needed=words_needed,
                             value_rules=not mine)  # fmt: skip
         hits = order(hits, window=window, vectors=mine, analyses=read, model=judge, rule_pairs=rules)

@@ -1,0 +1,107 @@
+"""A text is analysed once, when it is written: the analysis is stored with its version, read back
+when the store opens (or, on PostgreSQL, with the hits), and erased with the content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from agentmem import Memory
+from agentmem.currentness import analysis
+from agentmem.currentness.analysis import Analysis
+
+BACKENDS = ("duckdb", "postgres")
+
+OLD, NEW = "Our team uses Jira for tickets, since 2021.", "We switched to Linear for tickets in 2024."
+
+
+def same(a: Analysis | None, b: Analysis) -> bool:
+    return a is not None and np.array_equal(a.words, b.words) and (a.question, a.claims, a.said) == (
+        b.question, b.claims, b.said)  # fmt: skip
+
+
+def stored_bytes(mem: Memory, memory_id: int, project: str) -> bytes | None:
+    data = mem.store.scalar("SELECT analysis FROM memories WHERE project = ? AND id = ?", [project, memory_id])
+    return None if data is None else bytes(data)
+
+
+def test_a_version_is_stored_with_its_analysis_and_read_back_after_a_restart(open_memory, embedder, monkeypatch):  # type: ignore[no-untyped-def]
+    mem = open_memory(embedder=embedder)
+    a = mem.remember(OLD, project="p", kind="observation").memory
+    b = mem.remember(NEW, project="p", kind="observation").memory
+    expected = {v.id: analysis.analyse(v.content, v.kind) for v in (a, b)}
+    for v in (a, b):
+        assert same(analysis.decode(stored_bytes(mem, v.id, "p")), expected[v.id])
+    mem.close()
+
+    def never(*_: object) -> None:
+        raise AssertionError("a stored analysis was made again")
+
+    monkeypatch.setattr(analysis, "_read", never)  # every text below must come from the store
+    again = open_memory(embedder=embedder)
+    held = again.live.analyses([a, b])
+    assert set(held) == {a.id, b.id} and all(same(held[i], expected[i]) for i in held)
+    hits = again.recall("which tool do we use for tickets?", project="p", k=5)  # made no analysis
+    assert {h.memory.id for h in hits} == {a.id, b.id}
+
+
+def test_an_event_stores_no_analysis(open_memory, embedder):  # type: ignore[no-untyped-def]
+    mem = open_memory(embedder=embedder)
+    e = mem.remember("We met the auditors on Monday.", project="p", kind="event").memory
+    assert stored_bytes(mem, e.id, "p") is None and mem.live.analyses([e]) == {}
+
+
+def test_an_erased_version_keeps_no_analysis(open_memory, embedder):  # type: ignore[no-untyped-def]
+    mem = open_memory(embedder=embedder)
+    a = mem.remember(OLD, project="p").memory
+    b = mem.remember("The nightly backup runs at 2am.", project="p").memory
+    mem.delete(ids=[a.id], reason="asked to forget it")
+    assert stored_bytes(mem, a.id, "p") is None  # an analysis holds the text's words: it goes with them
+    assert stored_bytes(mem, b.id, "p") is not None
+
+
+@pytest.mark.embedded
+def test_a_directory_from_before_stored_analyses_gets_them_once_on_open(data_dir: Path, embedder, backend,
+                                                                         monkeypatch):  # type: ignore[no-untyped-def]
+    with Memory(data_dir, embedder=embedder) as mem:
+        a = mem.remember(OLD, project="p").memory
+        b = mem.remember("The nightly backup runs at 2am.", project="p").memory
+    with monkeypatch.context() as m:
+        m.setattr(analysis, "VERSION", analysis.VERSION + 1)
+        other = analysis.stored(b.content, b.kind)[1]
+    conn = duckdb.connect(str(data_dir / "agentmem.duckdb"))
+    conn.execute("UPDATE memories SET analysis = NULL WHERE id = ?", [a.id])  # written before they were stored
+    conn.execute("UPDATE memories SET analysis = ? WHERE id = ?", [other, b.id])  # by another analysis version
+    conn.close()
+    with Memory(data_dir, embedder=embedder) as mem:
+        for v in (a, b):
+            assert same(analysis.decode(stored_bytes(mem, v.id, "p")), analysis.analyse(v.content, v.kind))
+            assert same(mem.live.analyses([v]).get(v.id), analysis.analyse(v.content, v.kind))
+
+
+def test_bytes_of_another_shape_or_version_are_not_read_as_an_analysis(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    assert analysis.decode(None) is None
+    assert analysis.decode(b"\x93\x01\x02") is None and not analysis.current(b"\x93\x01\x02")
+    made, data = analysis.stored(NEW, "fact")
+    assert same(analysis.decode(data), made) and analysis.current(data)
+    monkeypatch.setattr(analysis, "VERSION", analysis.VERSION + 1)
+    assert analysis.decode(data) is None and not analysis.current(data)  # another `analyse` made it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Caroline: I went to the LGBTQ support group yesterday. It was so powerful! Mel said she'd come in May.",
+        "We deploy the shop API on Fly.io. I dedicate an hour a day to it.",
+        "Thanks, Mel!",
+        "The nightly backup runs at 2am.\nBackups moved to 4am.",
+    ],
+)
+def test_what_was_said_is_stored_once_and_holds_the_claims(text: str) -> None:
+    said = analysis.analyse(text, "observation")  # its claims are read off its sentences
+    assert said.claims == analysis.claims(text) and said.said == analysis.claims(text, plain=True)
+    plain = analysis.analyse(text, "fact")
+    assert plain.claims == analysis.claims(text) and plain.said == ()
