@@ -234,9 +234,9 @@ class StoreOfRecord(ABC):
     @abstractmethod
     def checkpoint(self) -> bool: ...
 
-    def loading(self, session: Any) -> None:
-        """Before a bulk load writes its versions in `session`'s transaction: a store may set its
-        indexes aside and build them at the end (a no-op here)."""
+    def loading(self, session: Any, current: int) -> None:
+        """Before a bulk load writes its versions (`current` of them current) in `session`'s
+        transaction: a store may set its indexes aside and build them at the end (a no-op here)."""
         return None
 
     def loaded(self) -> None:

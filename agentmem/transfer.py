@@ -260,7 +260,7 @@ def import_lines(port: Port, lines: Iterable[bytes | str], *, trusted: bool = Tr
                 raise ConflictError(
                     f"{taken} of the file's memory ids are already in this store: import into an empty data directory"
                 )
-            store.loading(w.session)
+            store.loading(w.session, sum(v.is_latest and v.status == "active" for v in inserted))
         w.load(inserted, [ln.link for ln in links], vectors)
         w.audit(entries)
         store.reserve_ids_through(max(ids, default=0))

@@ -398,6 +398,29 @@ def test_an_import_into_an_empty_database_builds_the_vector_index_after_its_rows
         assert _vector_index(database_url) == rebuilt  # a database with memories: the index is kept
 
 
+def test_an_import_many_times_what_the_database_holds_builds_the_vector_index_again(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Building the index again costs less than adding each vector while it holds fewer than
+    (BUILD_SPEEDUP - 1) x the imported current versions: 1 held, 40 imported."""
+    lines = _exported(tmp_path, "a", [f"Service {n} is deployed from the {n}th pipeline" for n in range(40)])
+    header, body = lines[0], [line for line in lines[1:] if b'"memory"' in line]
+    moved = [msgspec.json.encode({**msgspec.json.decode(line), "memory": {
+        **msgspec.json.decode(line)["memory"], "id": 1000 + n, "lineage_id": 1000 + n}})
+        for n, line in enumerate(body)]  # fmt: skip
+    with _node(tmp_path, "pg", database_url) as pg:
+        held = pg.remember("The cache bucket is amber-7", project="p").memory
+        before = _vector_index(database_url)
+        assert pg.import_lines([header, *moved]) == 40
+        rebuilt = _vector_index(database_url)
+        assert rebuilt[0] != before[0] and rebuilt[1] == before[1]
+        for text, want in (("The cache bucket is amber-7", held.id),
+                           ("Service 7 is deployed from the 7th pipeline", 1007)):
+            hits = pg.indexes.search_vector(pg.embedder.embed([text])[0], 1, project="p")
+            assert hits and hits[0][0] == want  # what was held and what came in, both found
+        assert pg.check().ok
+
+
 def test_a_failed_import_into_an_empty_database_leaves_the_vector_index(tmp_path: Path, database_url: str) -> None:
     """The index is dropped and built again in the import's transaction: an import refused while
     it loads (two current memories holding one key) leaves the index and no rows."""

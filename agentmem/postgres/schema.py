@@ -20,7 +20,9 @@ M_CURRENT = "m.is_latest AND m.status = 'active'"  # the same, on the alias m
 PROJECTS_OF = "SELECT id, project FROM memory_projects WHERE id = ANY(?::bigint[])"  # each id's project
 # pgvector's HNSW index over the current versions' vectors (`PgStore.loading` builds it after a load)
 VECTOR_INDEX = f"CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) WHERE {CURRENT}"
-ANY_CURRENT = f"SELECT EXISTS (SELECT 1 FROM memories WHERE {CURRENT})"  # of every project: a restore's question
+# how many current versions the vector index holds, counted up to a limit (of every project: the
+# question of an import that may build the index again)
+CURRENT_UP_TO = f"SELECT count(*) FROM (SELECT 1 FROM memories WHERE {CURRENT} LIMIT ?) AS held"
 # A search document's words, as Tantivy's en_stem reads them: the Snowball English stemmer, every
 # word kept (PostgreSQL's `english` drops its stopwords, so both backends ranked differently). A
 # query is scored by all its words, but finds the documents holding one that is not a stopword
