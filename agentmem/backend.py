@@ -56,7 +56,7 @@ class Live(Current, Protocol):
     def put(self, v: MemoryVersion) -> None: ...
 
     def analyses(self, versions: Iterable[MemoryVersion]) -> dict[int, Analysis]:
-        """The stored text analyses of the current versions among `versions`, by id
+        """The stored text analyses of `versions` it holds, by id: of the current ones at least
         (`agentmem.currentness.analysis`)."""
         ...
 

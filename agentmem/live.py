@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from agentmem.currentness.analysis import Analysis, decode, wanted
+from agentmem.currentness.analysis import Analysis, analyse, decode, wanted
 from agentmem.records import MemoryVersion
 from agentmem.supersede import NEVER_SUPERSEDED
 from agentmem.text import identity, slot_of
@@ -87,10 +87,15 @@ class LiveSet:
         self, gone: Iterable[int], added: dict[int, MemoryVersion], analyses: Mapping[int, Analysis] = EMPTY
     ) -> None:
         """After a commit: put what a unit changed (in place: a concurrent recall never finds it
-        missing), with the analyses the commit stored of its new versions; drop what it removed."""
+        missing), with the analyses the commit stored of its new versions; drop what it removed.
+        A version current again without a new row (restored, unarchived) is analysed here."""
         for v in added.values():
             self.put(v)
         self.hold_analyses(analyses)
+        held, stored = self._analysis, self._stored
+        for i, v in added.items():
+            if i not in held and i not in stored and i in self._by_id and wanted(v):
+                held[i] = analyse(v.content, v.kind)
         for memory_id in gone:
             if memory_id not in added:
                 self.drop(memory_id)

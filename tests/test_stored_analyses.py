@@ -105,3 +105,15 @@ def test_what_was_said_is_stored_once_and_holds_the_claims(text: str) -> None:
     assert said.claims == analysis.claims(text) and said.said == analysis.claims(text, plain=True)
     plain = analysis.analyse(text, "fact")
     assert plain.claims == analysis.claims(text) and plain.said == ()
+
+
+def test_a_restored_memory_is_read_with_its_analysis(memory: Memory, clock, backend) -> None:  # type: ignore[no-untyped-def]
+    m = memory.remember(OLD, project="p", kind="observation").memory
+    clock.advance(days=60)
+    memory.sweep()
+    assert memory.get(m.id).status == "archived"
+    if backend == "duckdb":
+        assert memory.live.analyses([m]) == {}  # the live set holds current versions only
+    back = memory.restore(m.id)
+    assert same(memory.live.analyses([back]).get(m.id), analysis.analyse(OLD, "observation"))
+    assert same(analysis.decode(stored_bytes(memory, m.id, "p")), analysis.analyse(OLD, "observation"))
