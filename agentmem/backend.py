@@ -43,7 +43,9 @@ class Live(Current, Protocol):
 
     def __contains__(self, memory_id: object) -> bool: ...
 
-    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]: ...
+    def many(self, ids: Iterable[int], project: str | None = None) -> dict[int, MemoryVersion]:
+        """The current versions among `ids`; `project`: the one they all belong to, when the caller
+        knows it (a search within it found them), so that a database need not look it up."""
 
     def values(self, projects: Sequence[str] | None = None) -> list[MemoryVersion]: ...
 
@@ -83,7 +85,8 @@ class Indexes(Protocol):
 
     def waiting(self) -> list[int]: ...
 
-    def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]: ...
+    def vectors_of(self, ids: Sequence[int], project: str | None = None) -> dict[int, np.ndarray]:
+        """The indexed vectors of `ids` (those it holds); `project` as for `Live.many`."""
 
     def ids(self, which: str) -> set[int]: ...
 

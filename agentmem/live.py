@@ -43,8 +43,9 @@ class LiveSet:
     def get(self, memory_id: int) -> MemoryVersion | None:
         return self._by_id.get(memory_id)
 
-    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
-        """The current versions among `ids`, by id."""
+    def many(self, ids: Iterable[int], project: str | None = None) -> dict[int, MemoryVersion]:
+        """The current versions among `ids`, by id (`project`, the one they belong to when the
+        caller knows it, changes nothing: every project is in memory)."""
         by_id = self._by_id
         return {i: v for i in ids if (v := by_id.get(i)) is not None}
 

@@ -392,8 +392,9 @@ class IndexSet:
             raise StaleModel(f"a {model} query vector for a {ix.model} index")
         return ix.search(vector, k, project=project)
 
-    def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        """The indexed vectors of these ids (those it holds)."""
+    def vectors_of(self, ids: Sequence[int], project: str | None = None) -> dict[int, np.ndarray]:
+        """The indexed vectors of these ids (those it holds; `project` narrows nothing: this index
+        holds one data directory's every project)."""
         return self.vectors.vectors_of(ids)
 
     def ids(self, which: str) -> set[int]:

@@ -43,12 +43,15 @@ class LiveView:
     def get(self, memory_id: int) -> MemoryVersion | None:
         return self.many([memory_id]).get(memory_id)
 
-    def many(self, ids: Iterable[int]) -> dict[int, MemoryVersion]:
-        """The current versions among `ids`: their projects first, then one read per project."""
+    def many(self, ids: Iterable[int], project: str | None = None) -> dict[int, MemoryVersion]:
+        """The current versions among `ids` (of `project`, when given): else their projects
+        first, then one read per project."""
+        ids = list(ids)
         out: dict[int, MemoryVersion] = {}
-        for project, mine in self._store.by_project(list(ids)).items():
+        grouped = {project: ids} if project is not None else self._store.by_project(ids)
+        for p, mine in grouped.items():
             out.update((v.id, v) for v in self._store.where(f"project = ? AND {CURRENT} AND id = ANY(?::bigint[])",
-                                                            [project, mine]))  # fmt: skip
+                                                            [p, mine]))  # fmt: skip
         return out
 
     def values(self, projects: Sequence[str] | None = None) -> list[MemoryVersion]:

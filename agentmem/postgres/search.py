@@ -94,9 +94,11 @@ class PgIndexes:
     def waiting(self) -> list[int]:
         return []  # nothing waits for a commit of its own
 
-    def vectors_of(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+    def vectors_of(self, ids: Sequence[int], project: str | None = None) -> dict[int, np.ndarray]:
+        """The current vectors of `ids` (of `project`, when given: no lookup of their projects)."""
         rows: list[tuple[Any, ...]] = []
-        for project, mine in self.store.by_project(ids).items():
+        grouped = {project: list(ids)} if project is not None else self.store.by_project(ids)
+        for project, mine in grouped.items():
             rows += self.store.query(
                 f"SELECT m.id, m.embedding FROM memories m WHERE m.project = ? AND m.id = ANY(?::bigint[]) "
                 f"AND {M_CURRENT} AND m.embedding IS NOT NULL",

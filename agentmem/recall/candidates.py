@@ -98,7 +98,7 @@ def live(port: Port, health: VectorHealth, query: Query, req: Request, n: int, n
         )
 
     ids = dict.fromkeys([i for i, _ in text_hits] + [i for i, _ in vector_hits])
-    current = port.live.many(ids)
+    current = port.live.many(ids, project=req.project)  # the searches kept to it
     versions = [m for i in ids if (m := current.get(i)) is not None and keep(m)]
     return Pool(versions, text_hits, vector_hits), found
 

@@ -47,7 +47,7 @@ def current_first(
     vectors: dict[int, np.ndarray] = {}
     if wanted:
         try:
-            vectors = indexes.vectors_of(list(dict.fromkeys(wanted)))
+            vectors = indexes.vectors_of(list(dict.fromkeys(wanted)), project=project)
         except IndexFailure:  # the vector index is down or swapping models: the rules alone order
             judge = None
     if window:
