@@ -59,9 +59,8 @@ class Embedded:
 
     def _read_analyses(self) -> None:
         """The current versions' stored text analyses into the live set (decoded when first
-        read). Those this code's
-        `analysis.VERSION` did not make (a data directory written before it) are made again and
-        stored, once."""
+        read). Those this code's `analysis.VERSION` did not make (a data directory written before
+        it) are made again and stored, once."""
         rows = self.store.current_analyses()
         self.live.hold_stored((i, data) for i, data in rows if data is not None and analysis.current(data))
         todo = self.live.missing_analyses()

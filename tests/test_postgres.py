@@ -414,8 +414,10 @@ def test_an_import_many_times_what_the_database_holds_builds_the_vector_index_ag
         assert pg.import_lines([header, *moved]) == 40
         rebuilt = _vector_index(database_url)
         assert rebuilt[0] != before[0] and rebuilt[1] == before[1]
-        for text, want in (("The cache bucket is amber-7", held.id),
-                           ("Service 7 is deployed from the 7th pipeline", 1007)):
+        for text, want in (
+            ("The cache bucket is amber-7", held.id),
+            ("Service 7 is deployed from the 7th pipeline", 1007),
+        ):
             hits = pg.indexes.search_vector(pg.embedder.embed([text])[0], 1, project="p")
             assert hits and hits[0][0] == want  # what was held and what came in, both found
         assert pg.check().ok

@@ -29,8 +29,15 @@ from fakes import FakeEmbedder
 
 BY_PROJECT = ("memories", "embeddings", "links", "audit", "bm25_terms", "bm25_projects")
 BY_ID = ("memory_projects",)
-UPKEEP = ("vacuum ", "reindex ", "analyze ", "lock table ", "drop index ", "create index ",
-          CURRENT_UP_TO.split(" LIMIT ")[0].lower())
+UPKEEP = (
+    "vacuum ",
+    "reindex ",
+    "analyze ",
+    "lock table ",
+    "drop index ",
+    "create index ",
+    CURRENT_UP_TO.split(" LIMIT ")[0].lower(),
+)
 _KEYWORDS = {"where", "set", "on", "join", "left", "inner", "cross", "using", "order", "group", "limit", "select",
              "values", "returning", "and", "or", "as", "for", "union", "from", "full"}  # fmt: skip
 _REF = re.compile(r"(?<![\w.])(" + "|".join(BY_PROJECT + BY_ID) + r")(?![\w.(])(?:\s+(?:as\s+)?(\w+))?")

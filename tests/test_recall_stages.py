@@ -92,8 +92,9 @@ def test_the_currentness_stage_reads_the_vectors_once(
             mem.remember(text, project="p")
         search, read, calls = mem.indexes.search_vector, mem.indexes.vectors_of, []
         monkeypatch.setattr(mem.indexes, "search_vector", lambda *a, **k: search(*a, **k)[:1])
-        monkeypatch.setattr(mem.indexes, "vectors_of",
-                            lambda ids, project=None: calls.append(list(ids)) or read(ids, project))
+        monkeypatch.setattr(
+            mem.indexes, "vectors_of", lambda ids, project=None: calls.append(list(ids)) or read(ids, project)
+        )
         hits = mem.recall("where is the staging cluster", project="p", k=5)
         assert len(hits) >= 3 and sum(h.parts.vector_rank is None for h in hits) >= 2
         assert len(calls) == 1 and all(h.parts.cosine is not None for h in hits)

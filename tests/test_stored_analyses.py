@@ -64,8 +64,7 @@ def test_an_erased_version_keeps_no_analysis(open_memory, embedder):  # type: ig
 
 
 @pytest.mark.embedded
-def test_a_directory_from_before_stored_analyses_gets_them_once_on_open(data_dir: Path, embedder, backend,
-                                                                         monkeypatch):  # type: ignore[no-untyped-def]
+def test_a_directory_from_before_stored_analyses_gets_them_once_on_open(data_dir: Path, embedder, backend, monkeypatch):  # type: ignore[no-untyped-def]
     with Memory(data_dir, embedder=embedder) as mem:
         a = mem.remember(OLD, project="p").memory
         b = mem.remember("The nightly backup runs at 2am.", project="p").memory
