@@ -475,11 +475,14 @@ def decide(
     candidates: Sequence[MemoryVersion],
     thresholds: Thresholds,
     cosines: Mapping[int, float] | None = None,
+    read: Mapping[int, tuple[Words, tuple[str, str] | None]] | None = None,
 ) -> Decision:
     """Apply the rules to current memories of the same project found by key, slot, content and search.
 
     `cosines` maps candidate ids to the cosine similarity of their embedding with the new
     memory's; when it is given, a candidate missing from it counts as dissimilar (cosine 0).
+    `read`: what was read of candidates' texts when they were written (their `words` and
+    `question_slot`, by id: their stored analyses); the others are read now.
     """
     new_tokens = token_set(content)
 
@@ -535,7 +538,7 @@ def decide(
         cos = cosine(cand)
         if cos is not None and cos < floor:
             continue
-        old_slot = question_slot(cand.content)
+        old_words, old_slot = (read or {}).get(cand.id) or (words(cand.content), question_slot(cand.content))
         if new_slot is not None and old_slot is not None and old_slot[1] != new_slot[1]:
             if old_slot[0] != new_slot[0]:
                 continue  # another question with another answer: another slot
@@ -543,7 +546,6 @@ def decide(
                 return Decision(
                     "superseded", target=cand, reason="new answer", similarity=round(sim, 4), near=hints(cand.id)
                 )
-        old_words = words(cand.content)
         marked = new_words.now and not old_words.now
         value_cosine = thresholds.marked_cosine if marked else thresholds.value_cosine
         if sim >= thresholds.supersede and (cos is None or cos >= thresholds.restate_cosine):

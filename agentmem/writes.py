@@ -173,6 +173,7 @@ def _decide(port: Port, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[D
         candidates=candidates,
         thresholds=port.config.thresholds,
         cosines=cosines,
+        read={i: (a.text, a.question) for i, a in port.live.analyses(candidates).items()},
     )
     return decision, candidates
 

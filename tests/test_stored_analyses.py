@@ -9,7 +9,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from agentmem import Memory
+from agentmem import Memory, supersede
 from agentmem.currentness import analysis
 from agentmem.currentness.analysis import Analysis
 
@@ -19,8 +19,8 @@ OLD, NEW = "Our team uses Jira for tickets, since 2021.", "We switched to Linear
 
 
 def same(a: Analysis | None, b: Analysis) -> bool:
-    return a is not None and np.array_equal(a.words, b.words) and (a.question, a.claims, a.said) == (
-        b.question, b.claims, b.said)  # fmt: skip
+    return a is not None and np.array_equal(a.words, b.words) and (a.question, a.claims, a.said, a.text) == (
+        b.question, b.claims, b.said, b.text)  # fmt: skip
 
 
 def stored_bytes(mem: Memory, memory_id: int, project: str) -> bytes | None:
@@ -116,3 +116,16 @@ def test_a_restored_memory_is_read_with_its_analysis(memory: Memory, clock, back
     back = memory.restore(m.id)
     assert same(memory.live.analyses([back]).get(m.id), analysis.analyse(OLD, "observation"))
     assert same(analysis.decode(stored_bytes(memory, m.id, "p")), analysis.analyse(OLD, "observation"))
+
+
+def test_the_write_time_rules_read_a_candidate_from_its_stored_analysis(open_memory, embedder, monkeypatch):  # type: ignore[no-untyped-def]
+    mem = open_memory(embedder=embedder)
+    old = mem.remember("The nightly backup runs at 2am", project="p").memory
+    mem.close()
+    again = open_memory(embedder=embedder)
+    seen: list[str] = []
+    real = supersede.question_slot  # read with its words, per candidate, by the rules alone
+    monkeypatch.setattr(supersede, "question_slot", lambda text: seen.append(text) or real(text))
+    r = again.remember("The nightly backup runs at 4am", project="p")
+    assert r.superseded_id == old.id  # the rules compared the two
+    assert seen == ["The nightly backup runs at 4am"]  # the old text's came from its stored analysis

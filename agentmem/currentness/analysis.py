@@ -83,17 +83,19 @@ class Analysis(msgspec.Struct, frozen=True):
     the model's word inputs); `question`: the
     question and answer it is, normalised, if it is one (`supersede.question_slot`); `claims`: its
     sentences that state a value (`claims`); `said`: those and its plain sentences, read
-    for things said in a conversation only (`claims(text, plain=True)`)."""
+    for things said in a conversation only (`claims(text, plain=True)`); `text`: its words as one
+    text (`supersede.words`), what the write-time rules read of a current memory."""
 
     words: np.ndarray
     question: tuple[str, str] | None
     claims: tuple[Claim, ...]
     said: tuple[Claim, ...]
+    text: Words
 
 
 # How `analyse` reads a text. Raise it with any change to what it makes: stored analyses of an
 # older version are then made again from their texts.
-VERSION = 1
+VERSION = 2
 
 
 class _Stored(msgspec.Struct, array_like=True):
@@ -106,6 +108,7 @@ class _Stored(msgspec.Struct, array_like=True):
     question: tuple[str, str] | None
     sentences: tuple[Claim, ...]
     said: bool
+    text: Words
 
 
 class _Version(msgspec.Struct, array_like=True):
@@ -123,14 +126,14 @@ def analyse(text: str, kind: str) -> Analysis:
 
 def _read(text: str, kind: str) -> _Stored:
     said = kind in SAID
-    return _Stored(VERSION, sorted(token_set(text)), question_slot(text), claims(text, plain=said), said)
+    return _Stored(VERSION, sorted(token_set(text)), question_slot(text), claims(text, plain=said), said, words(text))
 
 
 def _made_of(s: _Stored) -> Analysis:
     if s.said:
         mine = tuple(c for c in s.sentences if c.words.values and len(c.described) >= MIN_WORDS)
-        return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=mine, said=s.sentences)
-    return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=s.sentences, said=())
+        return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=mine, said=s.sentences, text=s.text)
+    return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=s.sentences, said=(), text=s.text)
 
 
 def stored(text: str, kind: str) -> tuple[Analysis, bytes]:
