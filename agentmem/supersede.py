@@ -11,7 +11,7 @@ docs/concepts/supersession.md; how each was chosen: docs/design/modules.md#super
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 import msgspec
@@ -476,13 +476,16 @@ def decide(
     thresholds: Thresholds,
     cosines: Mapping[int, float] | None = None,
     read: Mapping[int, tuple[Words, tuple[str, str] | None]] | None = None,
+    beside: Callable[[str, str], bool] | None = None,
 ) -> Decision:
     """Apply the rules to current memories of the same project found by key, slot, content and search.
 
     `cosines` maps candidate ids to the cosine similarity of their embedding with the new
     memory's; when it is given, a candidate missing from it counts as dissimilar (cosine 0).
     `read`: what was read of candidates' texts when they were written (their `words` and
-    `question_slot`, by id: their stored analyses); the others are read now.
+    `question_slot`, by id: their stored analyses); the others are read now. `beside(older, newer)`:
+    whether a learned reader says the new text states a fact beside a candidate's ("also"); the
+    value rules then leave the candidate current (`pair.PairModel.adds_beside`).
     """
     new_tokens = token_set(content)
 
@@ -558,14 +561,17 @@ def decide(
                 return Decision(
                     "superseded", target=cand, reason="same value", similarity=round(sim, 4), near=hints(cand.id)
                 )
-        if thresholds.value_rule and (
-            ((cos is None or cos >= value_cosine) and new_value(old_words, new_words))
+        if not thresholds.value_rule:
+            continue
+        if ((cos is None or cos >= value_cosine) and new_value(old_words, new_words)) or (
             # a new state says less than a new value: it needs a restatement's cosine
-            or ((cos is None or cos >= thresholds.restate_cosine) and new_state(old_words, new_words))
+            (cos is None or cos >= thresholds.restate_cosine) and new_state(old_words, new_words)
         ):
-            return Decision(
-                "superseded", target=cand, reason="new value", similarity=round(sim, 4), near=hints(cand.id)
-            )
-        if thresholds.value_rule and (cos is None or cos >= thresholds.marked_cosine) and moved(old_words, new_words):
-            return Decision("superseded", target=cand, reason="moved", similarity=round(sim, 4), near=hints(cand.id))
+            reason = "new value"
+        elif (cos is None or cos >= thresholds.marked_cosine) and moved(old_words, new_words):
+            reason = "moved"
+        else:
+            continue
+        if beside is None or not beside(cand.content, content):
+            return Decision("superseded", target=cand, reason=reason, similarity=round(sim, 4), near=hints(cand.id))
     return Decision("created", near=hints(None))

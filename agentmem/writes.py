@@ -17,6 +17,7 @@ import numpy as np
 
 from agentmem import adjudicate, claims, validate
 from agentmem.audit import AuditEntry
+from agentmem.currentness import pair
 from agentmem.errors import ConflictError, ValidationError
 from agentmem.filters import Filter
 from agentmem.operations import ReviseRequest
@@ -174,6 +175,7 @@ def _decide(port: Port, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[D
         thresholds=port.config.thresholds,
         cosines=cosines,
         read={i: (a.text, a.question) for i, a in port.live.analyses(candidates).items()},
+        beside=judge.adds_beside if (judge := pair.for_embedder(port.serving.model)) is not None else None,
     )
     return decision, candidates
 

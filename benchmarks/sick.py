@@ -22,6 +22,7 @@ the two new rules alone, and sweeps over the thresholds. Results: sick.json / .m
 from __future__ import annotations
 
 import csv
+import functools
 import importlib.util
 import subprocess
 import sys
@@ -34,8 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from agentmem.currentness import pair
 from agentmem.records import MemoryVersion
-from agentmem.supersede import Thresholds, decide
+from agentmem.supersede import Thresholds
+from agentmem.supersede import decide as supersede_decide
 from benchmarks.embedding import add_arguments, cache_name, info, kind_of, model_embedder
 from benchmarks.harness.cli import parser, progress, say
 from benchmarks.harness.embedder import cached_embeddings
@@ -126,7 +129,14 @@ def decide_at(commit: str) -> Callable[..., Any] | None:
     return lambda **kw: mod.decide(**{k: v for k, v in kw.items() if k != "cosines"})
 
 
-def examples(pairs: list[dict[str, str]], cos: np.ndarray, thresholds: Thresholds, label: str, n: int = 12) -> list:
+def examples(
+    pairs: list[dict[str, str]],
+    cos: np.ndarray,
+    thresholds: Thresholds,
+    label: str,
+    decide: Callable[..., Any],
+    n: int = 12,
+) -> list:
     out = []
     for i, p in enumerate(pairs):
         if p["entailment_judgment"] != label:
@@ -193,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     b = vecs[[row[p["sentence_B"]] for p in pairs]]
     cos = (a * b).sum(axis=1)
     embed_s = time.perf_counter() - started
+    # as a write decides: the pair model's word weights may keep a fact added beside A current
+    judge = pair.for_embedder(emb.name)
+    decide = functools.partial(supersede_decide, beside=judge.adds_beside if judge is not None else None)
     defaults = Thresholds()
     d = {f: getattr(defaults, f) for f in defaults.__struct_fields__}
     say(f"{len(pairs)} pairs; rates at the defaults {d}")
@@ -205,8 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     old = decide_at(BASE_COMMIT)
     if old is not None:
         results["previous_rule"] = rates(pairs, cos, old, Thresholds())
-    results["false_kill_examples_at_defaults"] = examples(pairs, cos, defaults, "NEUTRAL")
-    results["contradiction_fires_at_defaults"] = examples(pairs, cos, defaults, "CONTRADICTION", 6)
+    results["false_kill_examples_at_defaults"] = examples(pairs, cos, defaults, "NEUTRAL", decide)
+    results["contradiction_fires_at_defaults"] = examples(pairs, cos, defaults, "CONTRADICTION", decide, 6)
     grid = [round(x, 2) for x in np.arange(0.4, 1.001, 0.05)]
     rcs = [0.0, 0.7, 0.8, 0.9]
     points = []

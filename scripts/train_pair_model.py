@@ -15,7 +15,9 @@ probabilities (5 folds) give `mark`, the lowest probability at which at most 3% 
 fact" pairs are marked at recall, and `order`, the probability that 90% of the replacing pairs
 reach (recall puts such pairs newest first, unmarked); `topic` is the cosine below which 5% of the
 replacing pairs fall (chosen on the dev half of data/currentness_natural.jsonl: 10% gave 88.3
-newer first, 5% 91.7).
+newer first, 5% 91.7); `beside` is the sum of the marking head's word weights (out of fold) under
+which 1% of the replacing pairs fall: words that say a fact is added beside the older one ("also"),
+which the write-time rules heed before they retire a memory.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ C = 1.0  # L2 strength, chosen on the dev half of data/currentness_natural.jsonl
 FOLDS = 5
 SEED = 7
 MARK_FPR, ORDER_RECALL, TOPIC_QUANTILE = 0.03, 0.90, 0.05
+BESIDE_LOSS = 0.01  # the replacing pairs whose words alone would keep the write-time rules from retiring the older
 WORD_SCALE = 0.3  # the marking head's word inputs, against its vector inputs (dev half: 0, 0.1 ... 1)
 
 
@@ -73,6 +76,7 @@ def train(data: list[tuple[str, str, bool, bool]], vectors: dict[str, np.ndarray
     other = np.array([o for *_, o in data])
     folds = list(StratifiedKFold(FOLDS, shuffle=True, random_state=SEED).split(dense, y))
     arrays: dict[str, np.ndarray] = {}
+    said_oof = np.zeros(len(y))
 
     def head(name: str, x: object, scale: float) -> np.ndarray:
         """Fit one head on `x` (its word inputs weighed by `scale`); store it; its out-of-fold scores."""
@@ -82,7 +86,10 @@ def train(data: list[tuple[str, str, bool, bool]], vectors: dict[str, np.ndarray
 
         oof = np.zeros(len(y))
         for tr, te in folds:
-            oof[te] = fit(tr).predict_proba(x[te])[:, 1]  # type: ignore[index]
+            fold = fit(tr)
+            oof[te] = fold.predict_proba(x[te])[:, 1]  # type: ignore[index]
+            if scale:  # what the word inputs alone add up to, out of fold
+                said_oof[te] = (said[te] * scale) @ fold.coef_[0][dense.shape[1] :]
         model = fit(np.arange(len(y)))
         coef = model.coef_[0]
         names = vocabulary.get_feature_names_out() if scale else []
@@ -99,18 +106,21 @@ def train(data: list[tuple[str, str, bool, bool]], vectors: dict[str, np.ndarray
     mark = float(negatives[min(len(negatives) - 1, int(np.floor((1 - MARK_FPR) * len(negatives))))]) + 1e-6
     order = float(np.quantile(ordering[y], 1 - ORDER_RECALL))
     ordered = (ordering >= order) | (marking >= mark)
+    beside = round(float(np.quantile(said_oof[y], BESIDE_LOSS)), 4)
     return {
         "arrays": arrays,
         "thresholds": {
             "mark": round(mark, 4),
             "order": round(order, 4),
             "topic": round(float(np.quantile(dense[y, 0], TOPIC_QUANTILE)), 4),
+            "beside": beside,
         },
         "out_of_fold": {
             "replacing_marked": round(float((marking[y] >= mark).mean()), 3),
             "replacing_ordered": round(float(ordered[y].mean()), 3),
             "another_fact_ordered": round(float(ordered[other].mean()), 3),
             "another_fact_marked": round(float((marking[other] >= mark).mean()), 3),
+            "another_fact_beside": round(float((said_oof[other] < beside).mean()), 3),
         },
         "pairs": {"total": len(y), "replaces": int(y.sum()), "another_fact": int(other.sum())},
         "words": len(arrays["marks_words"]),

@@ -42,7 +42,7 @@ def model(bias: float) -> pair.PairModel:
     """A pair model whose verdict is its bias alone: every pair gets sigmoid(bias)."""
     none = np.zeros(0, np.float32)
     head = pair.Head(weights=np.zeros(2 + 3 * DIM, np.float32), bias=bias, added=none, dropped=none)
-    return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5,
+    return pair.PairModel(embedder="test", orders=head, marks=head, mark=0.7, order=0.3, topic=0.5, beside=-1.0,
                           vocabulary=pair.shipped().vocabulary, both=pair.Heads.of([head, head]))  # fmt: skip
 
 

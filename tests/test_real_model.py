@@ -41,6 +41,22 @@ def test_semantic_recall_and_supersession(tmp_path: Path, real_embedder) -> None
         assert mem.check().ok
 
 
+def test_a_fact_added_beside_another_keeps_it_current(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    # the value rules alone retire the first of each pair (a new value for one slot); the pair
+    # model's word weights say the second is added beside it, and a swapped value still retires
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        pairs = [("api", "Our API supports JSON.", "Our API also supports XML."),
+                 ("people", "Tomas speaks Portuguese.", "Tomas also speaks Italian.")]  # fmt: skip
+        for project, older, newer in pairs:
+            first = mem.remember(older, project=project).memory
+            second = mem.remember(newer, project=project)
+            assert second.outcome == "created", (newer, second.reason)
+            assert mem.get(first.id).is_latest
+        mem.remember("Our production database for the shop backend is PostgreSQL", project="shop")
+        swapped = mem.remember("Our production database for the shop backend is MySQL", project="shop")
+        assert swapped.reason == "new value"
+
+
 def test_vectors_survive_reopen_without_reembedding(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
     with Memory(tmp_path / "d", embedder=real_embedder) as mem:
         mem.remember("The staging cluster lives in eu-west-1", project="p")

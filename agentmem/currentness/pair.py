@@ -183,6 +183,7 @@ class PairModel(msgspec.Struct, frozen=True):
     order: float  # recall puts the newer of two hits about one topic first at or above this (`orders`)
     mark: float  # recall marks the older hit `older_than` at or above this (`marks`)
     topic: float  # the cosine at which two hits can be about one topic
+    beside: float  # words that say a newer text adds a fact (`marks`' word weights) weigh under this
     vocabulary: Vocabulary
     both: Heads  # `marks` and `orders`, weighed together by `judge`
 
@@ -197,6 +198,21 @@ class PairModel(msgspec.Struct, frozen=True):
         p = _weigh(self.both, w, older, newer)
         marked, ordered = p[:, 0] >= self.mark, p[:, 1] >= self.order
         return ordered | marked, marked
+
+    def adds_beside(self, older_text: str, newer_text: str) -> bool:
+        """Whether the words the newer text adds and drops ("also", "too") say that it states a
+        fact beside the older one rather than in its place: their weights in `marks` sum under
+        `beside`, a level only 1% of the replacing training pairs fall under (out of fold). The
+        write-time value rules ask it before they retire a memory; the vectors are left out, as
+        one value swapped in a sentence barely moves them."""
+        head, known = self.marks, len(self.marks.added)
+        if not known:
+            return False  # a head without words has nothing to say of them
+        a = self.vocabulary.ids(token_set(older_text))
+        b = self.vocabulary.ids(token_set(newer_text))
+        added, dropped = np.setdiff1d(b, a, assume_unique=True), np.setdiff1d(a, b, assume_unique=True)
+        said = head.added[added[added < known]].sum() + head.dropped[dropped[dropped < known]].sum()
+        return bool(said < self.beside)
 
     def judge_each(
         self, older: np.ndarray, newer: np.ndarray, older_texts: Sequence[str], newer_texts: Sequence[str]
@@ -227,14 +243,18 @@ def shipped() -> PairModel:
             return out
 
         heads = {
-            name: Head(weights=npz[f"{name}_weights"].astype(np.float32), bias=float(npz[f"{name}_bias"]),
-                       added=by_id(said[name], "+"), dropped=by_id(said[name], "-"))  # fmt: skip
+            name: Head(
+                weights=npz[f"{name}_weights"].astype(np.float32),
+                bias=float(npz[f"{name}_bias"]),
+                added=by_id(said[name], "+"),
+                dropped=by_id(said[name], "-"),
+            )  # fmt: skip
             for name in said
         }
     card = json.loads(CARD.read_text())
     t = card["thresholds"]
     return PairModel(embedder=card["embedder"], orders=heads["orders"], marks=heads["marks"], order=t["order"],
-                     mark=t["mark"], topic=t["topic"], vocabulary=vocabulary,
+                     mark=t["mark"], topic=t["topic"], beside=t["beside"], vocabulary=vocabulary,
                      both=Heads.of([heads["marks"], heads["orders"]]))  # fmt: skip
 
 
