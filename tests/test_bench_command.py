@@ -165,12 +165,23 @@ def test_against_a_real_server_over_a_socket(server: Server, tmp_path: Path) -> 
                                "--requests", "10"], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert readonly.returncode == 0, readonly.stderr
     _sane(json.loads(readonly.stdout), {"recall"})  # `agentmem --json bench` prints the report as JSON
-    # Ctrl-C in the middle of a run: exit 130, and the scratch project goes all the same
-    running = subprocess.Popen([*base, "--token", ROOT_TOKEN, "bench", "--duration", "60"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(4)
+    # Ctrl-C in the middle of a run: exit 130, and the scratch project goes all the same. The child
+    # gets SIGINT's default action: a shell that runs the suite in the background ignores it, and
+    # Python then never turns it into KeyboardInterrupt. The run lasts longer than the wait, so a
+    # lost signal fails as a timeout rather than as a clean exit.
+    running = subprocess.Popen([*base, "--token", ROOT_TOKEN, "bench", "--duration", "300"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    with Client(server.url, token=ROOT_TOKEN) as root:
+        started = time.monotonic()
+        while root.stats().projects < projects + 2 and time.monotonic() - started < 60:  # its scratch project
+            time.sleep(0.2)
+    time.sleep(2)
     running.send_signal(signal.SIGINT)
-    _, err = running.communicate(timeout=60)
+    try:
+        _, err = running.communicate(timeout=60)
+    finally:
+        running.kill()
     assert running.returncode == 130 and "interrupted" in err
     with Client(server.url, token=ROOT_TOKEN) as root:
         assert _snapshot(root, "shop") == before
