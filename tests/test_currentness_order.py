@@ -16,6 +16,7 @@ from agentmem import Memory
 from agentmem.currentness import analysis, pair
 from agentmem.currentness.order import PAIR_MODEL, SAME_QUESTION, order
 from agentmem.records import Hit, MemoryVersion, ScoreParts
+from agentmem.text import token_set
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 4
@@ -160,6 +161,20 @@ def test_the_shipped_weights_are_what_the_training_script_makes() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def _by_features(head: pair.Head, older: np.ndarray, newer: np.ndarray, texts: tuple[list[str], list[str]],
+                 vocab: pair.Vocabulary) -> np.ndarray:  # fmt: skip
+    """A head's probabilities as training weighs them: `features` and `word_features`, pair by pair."""
+    z = []
+    for o, n, a, b in zip(older, newer, *texts, strict=True):
+        said = 0.0
+        for w in pair.word_features(a, b):
+            i = int(vocab.ids([w[1:]])[0])
+            if i < vocab.known and head.added.size:
+                said += float((head.added if w[0] == "+" else head.dropped)[i])
+        z.append(pair.features(o, n, a, b) @ head.weights + head.bias + said)
+    return 1 / (1 + np.exp(-np.array(z)))
+
+
 def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
     """Recall weighs many pairs at once without building `features`; training builds them: both agree."""
     model, rng = pair.shipped(), np.random.default_rng(0)
@@ -169,16 +184,27 @@ def test_the_batched_verdict_is_the_trained_features_weighed() -> None:
     texts = [f"the backup runs at {h}am" for h in range(6)], [f"backups moved to {h + 2}am now" for h in range(6)]
     vocab = model.vocabulary
     for head in (model.orders, model.marks):
-        z = []
-        for o, n, a, b in zip(older, newer, *texts, strict=True):
-            said = 0.0
-            for w in pair.word_features(a, b):
-                i = int(vocab.ids([w[1:]])[0])
-                if i < vocab.known and head.added.size:
-                    said += float((head.added if w[0] == "+" else head.dropped)[i])
-            z.append(pair.features(o, n, a, b) @ head.weights + head.bias + said)
-        by_features = 1 / (1 + np.exp(-np.array(z)))
-        assert np.allclose(head.each(older, newer, *texts, vocab), by_features, atol=1e-6)
+        assert np.allclose(head.each(older, newer, *texts, vocab), _by_features(head, older, newer, texts, vocab),
+                           atol=1e-6)  # fmt: skip
+
+
+def test_a_window_of_many_pairs_is_the_trained_features_weighed() -> None:
+    """A recall's window: each text in many pairs, in both directions, more pairs than one block
+    (`pair._CHUNK`)."""
+    model, rng = pair.shipped(), np.random.default_rng(1)
+    texts = [f"the {w} backup runs at {h}am" for w in ("nightly", "weekly", "audit") for h in range(4)]
+    texts += ["backups moved to 4am now", "we also back up the logs", "Tomas speaks Portuguese."]
+    vectors = rng.normal(size=(len(texts), model.dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ij = [(i, j) for i in range(len(texts)) for j in range(len(texts)) if i != j]
+    older, newer = np.array([i for i, _ in ij]), np.array([j for _, j in ij])
+    assert len(ij) > 2 * pair._CHUNK
+    vocab = model.vocabulary
+    w = pair.Window.of(vectors, [vocab.ids(token_set(t)) for t in texts])
+    apart = ([texts[i] for i in older], [texts[j] for j in newer])
+    for head in (model.orders, model.marks):
+        expected = _by_features(head, vectors[older], vectors[newer], apart, vocab)
+        assert np.allclose(head.weigh(w, older, newer), expected, atol=1e-6)
 
 
 def test_the_vocabulary_puts_the_models_words_first_and_keeps_each_id() -> None:

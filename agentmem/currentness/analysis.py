@@ -76,21 +76,61 @@ def claims(text: str, plain: bool = False) -> tuple[Claim, ...]:
     return tuple(out)
 
 
-class Analysis(msgspec.Struct, frozen=True):
+class Analysis:
     """What currentness reads of one text.
 
     `words`: its stemmed words (`text.token_set`) as the pair model's vocabulary ids, sorted (Jaccard,
-    the model's word inputs); `question`: the
-    question and answer it is, normalised, if it is one (`supersede.question_slot`); `claims`: its
-    sentences that state a value (`claims`); `said`: those and its plain sentences, read
-    for things said in a conversation only (`claims(text, plain=True)`); `text`: its words as one
-    text (`supersede.words`), what the write-time rules read of a current memory."""
+    the model's word inputs); `question`: the question and answer it is, normalised, if it is one
+    (`supersede.question_slot`); `claims`: its sentences that state a value (`claims`); `said`: those
+    and its plain sentences, read for things said in a conversation only (`claims(text, plain=True)`);
+    `text`: its words as one text (`supersede.words`), what the write-time rules read of a current
+    memory.
 
-    words: np.ndarray
-    question: tuple[str, str] | None
-    claims: tuple[Claim, ...]
-    said: tuple[Claim, ...]
-    text: Words
+    An analysis read back from the store holds its sentences and `text` as their stored bytes, and
+    decodes each the first time it is read: recall compares every hit's words and question, but
+    reads the sentences of few and the `text` of none, and decoding them all cost a recall of new
+    hits more than the rest of its currentness stage.
+    """
+
+    __slots__ = ("_claims", "_conversation", "_said", "_sentences", "_text", "question", "words")
+
+    def __init__(self, words: np.ndarray, question: tuple[str, str] | None, sentences: tuple[Claim, ...] | msgspec.Raw,
+                 conversation: bool, text: Words | msgspec.Raw) -> None:  # fmt: skip
+        self.words, self.question, self._conversation = words, question, conversation
+        self._sentences, self._text = sentences, text
+        self._claims: tuple[Claim, ...] | None = None
+        self._said: tuple[Claim, ...] | None = None
+
+    @property
+    def claims(self) -> tuple[Claim, ...]:
+        if self._claims is None:
+            self._split()
+        assert self._claims is not None
+        return self._claims
+
+    @property
+    def said(self) -> tuple[Claim, ...]:
+        if self._said is None:
+            self._split()
+        assert self._said is not None
+        return self._said
+
+    @property
+    def text(self) -> Words:
+        if isinstance(self._text, msgspec.Raw):
+            self._text = _WORDS.decode(self._text)
+        return self._text
+
+    def _split(self) -> None:
+        """`claims` and `said` from the sentences (decoded when stored): a conversation's claims are
+        those of its sentences that state a value."""
+        s = self._sentences
+        sentences = _SENTENCES.decode(s) if isinstance(s, msgspec.Raw) else s
+        if self._conversation:
+            self._said = sentences
+            self._claims = tuple(c for c in sentences if c.words.values and len(c.described) >= MIN_WORDS)
+        else:
+            self._said, self._claims = (), sentences
 
 
 # How `analyse` reads a text. Raise it with any change to what it makes: stored analyses of an
@@ -115,7 +155,20 @@ class _Version(msgspec.Struct, array_like=True):
     version: int  # the first field of `_Stored`: read alone, the rest is skipped
 
 
-_ENCODER, _DECODER = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(_Stored)
+class _Held(msgspec.Struct, array_like=True):
+    """`_Stored` as recall reads it back: its sentences and its words as one text left as their
+    bytes, decoded when first read (`Analysis`)."""
+
+    version: int
+    stems: list[str]
+    question: tuple[str, str] | None
+    sentences: msgspec.Raw
+    said: bool
+    text: msgspec.Raw
+
+
+_ENCODER, _DECODER = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(_Held)
+_SENTENCES, _WORDS = msgspec.msgpack.Decoder(tuple[Claim, ...]), msgspec.msgpack.Decoder(Words)
 _VERSION = msgspec.msgpack.Decoder(_Version)
 
 
@@ -130,10 +183,7 @@ def _read(text: str, kind: str) -> _Stored:
 
 
 def _made_of(s: _Stored) -> Analysis:
-    if s.said:
-        mine = tuple(c for c in s.sentences if c.words.values and len(c.described) >= MIN_WORDS)
-        return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=mine, said=s.sentences, text=s.text)
-    return Analysis(words=pair.word_ids(s.stems), question=s.question, claims=s.sentences, said=(), text=s.text)
+    return Analysis(pair.word_ids(s.stems), s.question, s.sentences, s.said, s.text)
 
 
 def stored(text: str, kind: str) -> tuple[Analysis, bytes]:
@@ -151,14 +201,18 @@ def current(data: bytes) -> bool:
 
 
 def decode(data: bytes | None) -> Analysis | None:
-    """The analysis stored as `data`; None when there is none, or `VERSION` did not make it."""
+    """The analysis stored as `data`; None when there is none, or `VERSION` did not make it. Its
+    sentences and `text` are decoded when first read (`Analysis`): stored bytes that do not decode
+    as them raise then, but only this code's `encode` writes them, under its `VERSION`."""
     if data is None:
         return None
     try:
         s = _DECODER.decode(data)
     except msgspec.DecodeError:  # written by a version of this code that stored another shape
         return None
-    return _made_of(s) if s.version == VERSION else None
+    if s.version != VERSION:
+        return None
+    return Analysis(pair.word_ids(s.stems), s.question, s.sentences, s.said, s.text)
 
 
 def of_new(versions: Iterable[MemoryVersion]) -> tuple[dict[int, Analysis], dict[int, bytes]]:

@@ -144,30 +144,35 @@ class Heads(msgspec.Struct, frozen=True):
         return cls(vector=vector, jaccard=x[1].copy(), bias=bias, added=added, dropped=dropped)
 
 
-_CHUNK = 64  # pairs per block: a block's features stay small (an allocation the size of all of
-# them goes to mmap and page-faults on every recall, which cost more than the arithmetic)
+_CHUNK = 64  # pairs per block: a block's inputs stay small (an allocation the size of all of them
+# goes to mmap and page-faults on every recall, which cost more than the arithmetic)
 
 
 def _weigh(hs: Heads, w: Window, older: np.ndarray, newer: np.ndarray) -> np.ndarray:
     """Each head's probability (columns) for each pair (`older[k]`, `newer[k]`) of positions in `w`:
-    `features` and `word_features` weighed, the vector inputs of a block of pairs in one product,
-    the words from the window's bags (what the newer adds is all its words less those both hold).
-    Few array calls: at a recall's sizes, each costs more than its arithmetic."""
-    v = w.vectors
-    z = np.empty((len(older), len(hs.bias)), dtype=np.float32)
-    for at in range(0, len(older), _CHUNK):
-        o, n = v[older[at : at + _CHUNK]], v[newer[at : at + _CHUNK]]
-        moved = n - o
-        z[at : at + _CHUNK] = np.concatenate([o * n, np.abs(moved), moved], axis=1) @ hs.vector
-    bo, bn = w.bags[older], w.bags[newer]
-    both = bo * bn
-    shared = both.sum(axis=1)
-    union = w.sizes[older] + w.sizes[newer] - shared  # no words on either side: no overlap
-    z += np.outer(shared / np.maximum(union, 1.0), hs.jaccard) + hs.bias
+    `features` and `word_features` weighed: the product and the distance of a block of pairs'
+    vectors at a time, the difference as the newer text's projection less the older's (it is
+    linear: each text is projected once). The words come from the window's bags, per text and per
+    two texts (the words both hold), never per pair. Few array calls: at a recall's sizes, each
+    costs more than its arithmetic."""
+    v, d, bags = w.vectors, w.vectors.shape[1], w.bags
+    product, distance = hs.vector[:d], hs.vector[d : 2 * d]
+    moved = v @ hs.vector[2 * d :]  # the difference is linear: each text's projection, once
+    z = moved[newer] - moved[older] + hs.bias
+    kept = None  # the weight of a word both texts hold: it is neither added nor dropped
     if hs.added is not None and hs.dropped is not None:
         ids = np.minimum(w.words, len(hs.added) - 1)  # a word no head knows weighs nothing
         added, dropped = hs.added[ids], hs.dropped[ids]
-        z += bn @ added + bo @ dropped - both @ (added + dropped)
+        kept = added + dropped
+        z += (bags @ added)[newer] + (bags @ dropped)[older]  # less the words both hold (below)
+    for at in range(0, len(older), _CHUNK):
+        i, j = older[at : at + _CHUNK], newer[at : at + _CHUNK]
+        o, n = v[i], v[j]
+        both = bags[i] * bags[j]
+        shared = both.sum(axis=1)
+        union = w.sizes[i] + w.sizes[j] - shared  # no words on either side: no overlap
+        block = np.abs(n - o) @ distance + (o * n) @ product + np.outer(shared / np.maximum(union, 1.0), hs.jaccard)
+        z[at : at + _CHUNK] += block if kept is None else block - both @ kept
     return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
