@@ -137,6 +137,8 @@ def _remember_text(r: RememberResult) -> str:
     text = f"{r.outcome}: {_line(r.memory)}"
     if r.superseded_id is not None:
         text += f"\n  replaced #{r.superseded_id} by {r.reason} (similarity {r.similarity})"
+    for i in r.also_superseded:
+        text += f"\n  replaced #{i} by new answer"
     for d in r.near_duplicates:
         text += f"\n  near duplicate #{d.id} ({d.similarity}): {d.content}"
     return text

@@ -124,7 +124,9 @@ class NearDuplicate(msgspec.Struct, frozen=True):
 
 
 class RememberResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What remember() did: created, reinforced, or superseded (with the old id and why)."""
+    """What remember() did: created, reinforced, or superseded (with the old id and why). A new
+    version continues the lineage of `superseded_id`; `also_superseded` are other current memories
+    it retired, each asking its question with another answer (reason "new answer")."""
 
     outcome: Outcome
     memory: MemoryVersion
@@ -132,6 +134,7 @@ class RememberResult(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
     similarity: float | None = None
     near_duplicates: list[NearDuplicate] = []
+    also_superseded: list[int] = []
 
 
 class ScoreParts(msgspec.Struct, frozen=True, kw_only=True):

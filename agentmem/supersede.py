@@ -109,11 +109,19 @@ class Thresholds(msgspec.Struct, frozen=True):
 
 
 class Decision(msgspec.Struct, frozen=True):
+    """What a write does: create, reinforce `target`, or supersede it (the new version continues its
+    lineage). `also`: other current memories the new text retires with it, each with its Jaccard
+    similarity: those that ask the new text's question with another answer (`NEW_ANSWER`)."""
+
     outcome: Outcome
     target: MemoryVersion | None = None
     reason: str | None = None
     similarity: float | None = None
     near: list[NearDuplicate] = []
+    also: tuple[tuple[MemoryVersion, float], ...] = ()
+
+
+NEW_ANSWER = "new answer"
 
 
 class Words(msgspec.Struct, frozen=True, array_like=True):
@@ -501,15 +509,15 @@ def decide(
         key=lambda sc: (-sc[0], -sc[1].id),
     )
 
-    def hints(skip: int | None) -> list[NearDuplicate]:
+    def hints(*skip: int) -> list[NearDuplicate]:
         return [
             NearDuplicate(id=c.id, similarity=round(s, 4), content=c.content)
             for s, c in scored
-            if c.id != skip and thresholds.hint <= s < thresholds.supersede
+            if c.id not in skip and thresholds.hint <= s < thresholds.supersede
         ][: thresholds.max_hints]
 
     if kind in NEVER_SUPERSEDED:
-        return Decision("created", near=hints(None))
+        return Decision("created", near=hints())
     norm = identity(content)
     for target, reason in ((keyed, "key"), (slotted, "triple")):
         if target is None or target.kind in NEVER_SUPERSEDED:
@@ -532,6 +540,26 @@ def decide(
 
     new_words = words(content)
     new_slot = question_slot(content)
+
+    def read_of(c: MemoryVersion) -> tuple[Words, tuple[str, str] | None]:
+        return (read or {}).get(c.id) or (words(c.content), question_slot(c.content))
+
+    def answered_otherwise(c: MemoryVersion) -> bool:
+        """`c` asks the new text's question and gives another answer, as close as a new value needs."""
+        slot, cos = read_of(c)[1], cosine(c)
+        return (
+            new_slot is not None and slot is not None and slot[0] == new_slot[0] and slot[1] != new_slot[1]
+            and (cos is None or cos >= thresholds.value_cosine)
+        )  # fmt: skip
+
+    def superseding(target: MemoryVersion, reason: str, sim: float) -> Decision:
+        """`target` superseded, and with it every other candidate that the new text answers
+        otherwise: one write can restate one memory and answer another's question anew (a
+        paraphrase merged earlier left the fact's own older answer current)."""
+        also = tuple((c, round(s, 4)) for s, c in scored
+                     if c.id != target.id and c.kind not in NEVER_SUPERSEDED and answered_otherwise(c))  # fmt: skip
+        near = hints(target.id, *(c.id for c, _ in also))
+        return Decision("superseded", target=target, reason=reason, similarity=round(sim, 4), near=near, also=also)
     # below every cosine a rule needs, no rule can fire: the candidate's words are not looked at
     marker = new_words.now or new_words.change or new_words.retract
     floor = min(thresholds.restate_cosine, thresholds.value_cosine, thresholds.marked_cosine if marker else 1.0)
@@ -541,26 +569,20 @@ def decide(
         cos = cosine(cand)
         if cos is not None and cos < floor:
             continue
-        old_words, old_slot = (read or {}).get(cand.id) or (words(cand.content), question_slot(cand.content))
+        old_words, old_slot = read_of(cand)
         if new_slot is not None and old_slot is not None and old_slot[1] != new_slot[1]:
             if old_slot[0] != new_slot[0]:
                 continue  # another question with another answer: another slot
-            if cos is None or cos >= thresholds.value_cosine:
-                return Decision(
-                    "superseded", target=cand, reason="new answer", similarity=round(sim, 4), near=hints(cand.id)
-                )
+            if answered_otherwise(cand):
+                return superseding(cand, NEW_ANSWER, sim)
         marked = new_words.now and not old_words.now
         value_cosine = thresholds.marked_cosine if marked else thresholds.value_cosine
         if sim >= thresholds.supersede and (cos is None or cos >= thresholds.restate_cosine):
             if restates(old_words, new_words):
-                return Decision(
-                    "superseded", target=cand, reason="similarity", similarity=round(sim, 4), near=hints(cand.id)
-                )
+                return superseding(cand, "similarity", sim)
         if thresholds.value_rule and (cos is None or cos >= thresholds.restate_cosine):
             if same_values(old_words, new_words):
-                return Decision(
-                    "superseded", target=cand, reason="same value", similarity=round(sim, 4), near=hints(cand.id)
-                )
+                return superseding(cand, "same value", sim)
         if not thresholds.value_rule:
             continue
         if ((cos is None or cos >= value_cosine) and new_value(old_words, new_words)) or (
@@ -573,5 +595,5 @@ def decide(
         else:
             continue
         if beside is None or not beside(cand.content, content):
-            return Decision("superseded", target=cand, reason=reason, similarity=round(sim, 4), near=hints(cand.id))
-    return Decision("created", near=hints(None))
+            return superseding(cand, reason, sim)
+    return Decision("created", near=hints())

@@ -25,7 +25,7 @@ from agentmem.ports import Port
 from agentmem.records import MemoryVersion, NewMemory, RememberResult
 from agentmem.retention import reinforcement
 from agentmem.serving import gated
-from agentmem.supersede import NEVER_SUPERSEDED, Decision, decide
+from agentmem.supersede import NEVER_SUPERSEDED, NEW_ANSWER, Decision, decide
 from agentmem.text import jaccard, sha256, slot_of, token_set
 from agentmem.unit import Write
 
@@ -100,18 +100,20 @@ def apply(port: Port, w: Write, new: NewMemory, content_hash: str, actor: str, d
     old = decision.target if decision.outcome == "superseded" else None
     version = w.insert(new, content_hash=content_hash, replaces=old)
     if old is not None:
-        w.supersede(old, version, decision.reason, decision.similarity)
+        gone = [(old, decision.reason, decision.similarity)] + [(m, NEW_ANSWER, sim) for m, sim in decision.also]
+        for m, reason, sim in gone:
+            w.supersede(m, version, reason, sim)
         w.audit(
             [
-                AuditEntry.of(
-                    old, "supersede", actor, w.now, decision.reason, by=version.id, similarity=decision.similarity
-                )
+                AuditEntry.of(m, "supersede", actor, w.now, reason, by=version.id, similarity=sim)
+                for m, reason, sim in gone
             ]
         )
     return RememberResult(
         outcome=decision.outcome,
         memory=version,
         superseded_id=old.id if old else None,
+        also_superseded=[m.id for m, _ in decision.also] if old else [],
         reason=decision.reason if old else None,
         similarity=decision.similarity if old else None,
         near_duplicates=decision.near,

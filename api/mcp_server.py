@@ -121,6 +121,8 @@ def build_server(settings: McpSettings, opener: Callable[[], MemoryAPI] | None =
             reply: dict[str, Any] = {"outcome": r.outcome, "memory": memory_view(r.memory)}
             if r.superseded_id is not None:
                 reply |= {"superseded_id": r.superseded_id, "reason": r.reason}
+            if r.also_superseded:
+                reply["also_superseded"] = r.also_superseded
             if r.near_duplicates:
                 reply["near_duplicates"] = [{"id": d.id, "content": d.content} for d in r.near_duplicates]
             return reply

@@ -57,6 +57,19 @@ def test_a_fact_added_beside_another_keeps_it_current(tmp_path: Path, real_embed
         assert swapped.reason == "new value"
 
 
+def test_a_new_answer_retires_the_older_answer_and_the_paraphrase(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    # a paraphrase of the question with the new answer stays beside the old answer (another
+    # question); the question asked again with that answer restates one and answers the other anew
+    with Memory(tmp_path / "d", embedder=real_embedder) as mem:
+        older = mem.remember("Who chairs the city's transport committee? Ana Duarte.", project="p").memory
+        paraphrase = mem.remember("Who is the chair of the city's transport committee? Rui Matos.", project="p").memory
+        assert mem.get(older.id).is_latest
+        r = mem.remember("Who chairs the city's transport committee? Rui Matos.", project="p")
+        assert r.outcome == "superseded" and {r.superseded_id, *r.also_superseded} == {older.id, paraphrase.id}
+        hits = mem.recall("who chairs the transport committee?", project="p", k=5)
+        assert [h.memory.id for h in hits] == [r.memory.id]
+
+
 def test_vectors_survive_reopen_without_reembedding(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
     with Memory(tmp_path / "d", embedder=real_embedder) as mem:
         mem.remember("The staging cluster lives in eu-west-1", project="p")

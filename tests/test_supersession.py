@@ -515,6 +515,36 @@ def test_a_question_and_its_new_answer_supersedes_and_two_questions_never_meet()
     assert same.reason != "new answer"
 
 
+def test_a_new_answer_retires_every_memory_that_asks_its_question() -> None:
+    """A paraphrase with the same answer was merged first: the new text restates it and answers the
+    fact's own older statement anew, so both leave (one write, one lineage continued)."""
+    older = mv(1, "Who holds the record for the fastest marathon? Eliud Kipchoge.")
+    paraphrase = mv(2, "Who has the record for the fastest marathon? Kelvin Kiptum.")
+    unrelated = mv(3, "Who holds the record for the fastest mile? Hicham El Guerrouj.")
+    new = "Who holds the record for the fastest marathon? Kelvin Kiptum."
+    d = run_decide(new, [older, paraphrase, unrelated], {1: 0.8, 2: 0.95, 3: 0.7})
+    assert d.outcome == "superseded" and d.target is not None
+    gone = {d.target.id} | {m.id for m, _ in d.also}
+    assert gone == {1, 2} and all(n.id not in gone for n in d.near)
+    # under the cosine a new answer needs, the older statement stays
+    d = run_decide(new, [older, paraphrase], {1: 0.3, 2: 0.95})
+    assert d.target is not None and d.target.id == 2 and d.also == ()
+
+
+def test_a_new_answer_retires_both_through_remember(memory: Memory) -> None:
+    older = memory.remember("Who holds the record for the fastest marathon? Eliud Kipchoge.", project=P).memory
+    paraphrase = memory.remember("Who has the record for the fastest marathon? Kelvin Kiptum.", project=P).memory
+    assert memory.get(older.id).is_latest  # another question with another answer: another slot
+    r = memory.remember("Who holds the record for the fastest marathon? Kelvin Kiptum.", project=P)
+    assert r.outcome == "superseded" and {r.superseded_id, *r.also_superseded} == {older.id, paraphrase.id}
+    for gone in (older, paraphrase):
+        v = memory.get(gone.id)
+        assert (v.status, v.superseded_by, v.is_latest) == ("superseded", r.memory.id, False)
+    assert [h.memory.id for h in memory.recall("fastest marathon record", project=P, k=5)] == [r.memory.id]
+    reasons = {e.memory_id: e.reason for e in memory.audit(actions=["supersede"], projects=[P])[0]}
+    assert reasons[r.also_superseded[0]] == "new answer"
+
+
 LEAD_INS = ("", "Quick update: ", "FYI: ", "FYI, ", "Heads up - ", "Update: ")
 LEAD_IN_CASES = [  # after "We deploy the shop API on Fly.io"
     ("we're on Render now for the shop API", True),

@@ -1213,6 +1213,7 @@ export interface components {
             reason?: string | null;
             similarity?: number | null;
             near_duplicates?: components["schemas"]["NearDuplicate"][];
+            also_superseded?: number[];
         };
         /** RestoreRequest */
         RestoreRequest: {
