@@ -560,6 +560,7 @@ def decide(
                      if c.id != target.id and c.kind not in NEVER_SUPERSEDED and answered_otherwise(c))  # fmt: skip
         near = hints(target.id, *(c.id for c, _ in also))
         return Decision("superseded", target=target, reason=reason, similarity=round(sim, 4), near=near, also=also)
+
     # below every cosine a rule needs, no rule can fire: the candidate's words are not looked at
     marker = new_words.now or new_words.change or new_words.retract
     floor = min(thresholds.restate_cosine, thresholds.value_cosine, thresholds.marked_cosine if marker else 1.0)
