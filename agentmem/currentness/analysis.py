@@ -96,8 +96,11 @@ class Analysis:
 
     def __init__(self, words: np.ndarray, question: tuple[str, str] | None, sentences: tuple[Claim, ...] | msgspec.Raw,
                  conversation: bool, text: Words | msgspec.Raw) -> None:  # fmt: skip
-        self.words, self.question, self._conversation = words, question, conversation
-        self._sentences, self._text = sentences, text
+        self.words = words
+        self.question = question
+        self._conversation = conversation
+        self._sentences = sentences
+        self._text = text
         self._claims: tuple[Claim, ...] | None = None
         self._said: tuple[Claim, ...] | None = None
 
