@@ -121,6 +121,18 @@ def test_remember_box_supersedes_and_shows_it(client: TestClient, seeded: Memory
     assert r.status_code == 200 and "Reinforced" in r.text
 
 
+def test_remember_box_names_every_memory_a_new_answer_retires(client: TestClient, seeded: Memory) -> None:  # type: ignore[type-arg]
+    older = seeded.remember("Who holds the record for the fastest marathon? Eliud Kipchoge.", project="shop").memory
+    seeded.remember("Who has the record for the fastest marathon? Kelvin Kiptum.", project="shop")
+    sign_in(client, "write")
+    token = csrf_of(client.get("/ui/memories/1").text)
+    new = "Who holds the record for the fastest marathon? Kelvin Kiptum."
+    r = client.post("/ui/p/shop/remember", data={"content": new, "csrf": token})
+    assert r.status_code == 201, r.text
+    also = r.text.split("Also superseded", 1)[1].split("</p>", 1)[0]
+    assert f'href="/ui/memories/{older.id}"' in also and seeded.get(older.id).status == "superseded"
+
+
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [

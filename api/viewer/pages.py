@@ -323,6 +323,12 @@ def outcome(result: RememberResult, old: MemoryVersion | None) -> Safe:
         )
     else:
         head = fmt("<p><strong>Created</strong> {link}: a new belief.</p>", link=memory_link(m.id))
+    if result.also_superseded:
+        head = fmt(
+            "{h}<p>Also superseded, each asking the same question with another answer: {links}.</p>",
+            h=head,
+            links=join((memory_link(i) for i in result.also_superseded), ", "),
+        )
     near = Safe("")
     if result.near_duplicates:
         near = fmt(
