@@ -546,9 +546,11 @@ def decide(
 
     def answered_otherwise(c: MemoryVersion) -> bool:
         """`c` asks the new text's question and gives another answer, as close as a new value needs."""
+        if new_slot is None:
+            return False  # the new text is no question and answer: its candidates are not read for one
         slot, cos = read_of(c)[1], cosine(c)
         return (
-            new_slot is not None and slot is not None and slot[0] == new_slot[0] and slot[1] != new_slot[1]
+            slot is not None and slot[0] == new_slot[0] and slot[1] != new_slot[1]
             and (cos is None or cos >= thresholds.value_cosine)
         )  # fmt: skip
 

@@ -185,7 +185,7 @@ def _read(text: str, kind: str) -> _Stored:
     return _Stored(VERSION, sorted(token_set(text)), question_slot(text), claims(text, plain=said), said, words(text))
 
 
-def _made_of(s: _Stored) -> Analysis:
+def _made_of(s: _Stored | _Held) -> Analysis:
     return Analysis(pair.word_ids(s.stems), s.question, s.sentences, s.said, s.text)
 
 
@@ -213,9 +213,7 @@ def decode(data: bytes | None) -> Analysis | None:
         s = _DECODER.decode(data)
     except msgspec.DecodeError:  # written by a version of this code that stored another shape
         return None
-    if s.version != VERSION:
-        return None
-    return Analysis(pair.word_ids(s.stems), s.question, s.sentences, s.said, s.text)
+    return _made_of(s) if s.version == VERSION else None
 
 
 def of_new(versions: Iterable[MemoryVersion]) -> tuple[dict[int, Analysis], dict[int, bytes]]:
