@@ -66,7 +66,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     shortlist: int = 20  # candidates per index for the supersession check
     recall_candidates: int = 50  # per index, at least; grows with k
     claims: ClaimRules = ClaimRules()  # which sentences of an observed turn become claims (agentmem.claims)
-    slot_window: int = 20  # the best hits compared for the same slot stated twice (agentmem.slots); 0: off
+    slot_window: int = 10  # the best hits compared for the same slot stated twice (agentmem.slots); 0: off
     slot_query_words: int = 2  # query words two sentences must share to answer it as one slot
     max_k: int = 1000
     access_flush_every: int = 256  # pending ids that wake the background writer early

@@ -54,13 +54,11 @@ def order(
     if model is not None and len(usable) >= 2:
         m = np.stack([vectors[head[i].memory.id] for i in usable])
         older, newer = _topic_pairs([head[i] for i in usable], m @ m.T, model.topic, [asks[i] for i in usable])
-        # the window the model reads: the hits in some pair, each once
-        rows, row_of = np.unique(np.concatenate([older, newer]), return_inverse=True)
-        w = Window.of(m[rows], [analyses[head[usable[r]].memory.id].words for r in rows.tolist()])
-        ordered, marked = model.judge(w, row_of[: len(older)], row_of[len(older) :])
-        for x, y, o, mk in zip(older.tolist(), newer.tolist(), ordered, marked, strict=True):
-            if o:
-                relate(usable[x], usable[y], PAIR_MODEL if mk else None)
+        if len(older):
+            w = Window.of(m, [analyses[head[i].memory.id].words for i in usable])
+            ordered, marked = model.judge(w, older, newer)
+            for x in np.flatnonzero(ordered).tolist():
+                relate(usable[older[x]], usable[newer[x]], PAIR_MODEL if marked[x] else None)
     if not above:
         return list(hits)
     placed: list[int] = []
