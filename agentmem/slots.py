@@ -179,7 +179,7 @@ def pairs(
     # others are compared oldest first, each with those strictly later (statements of one moment, a
     # conversation imported at once, are not ordered)
     if not value_rules:  # then a hit pairs on a question slot, or on enough query words of its own
-        can = [ok and (s is not None or len(a) >= query_words_needed) for ok, s, a in zip(can, slots, asked, strict=True)]
+        can = [c and (s is not None or len(a) >= query_words_needed) for c, s, a in zip(can, slots, asked, strict=True)]
     taking = sorted((i for i in range(len(head)) if can[i]), key=when.__getitem__)
     found: list[tuple[int, int]] = []
     for at, i in enumerate(taking):

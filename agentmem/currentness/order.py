@@ -89,10 +89,16 @@ def _topic_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(older, newer) positions of hits about one topic: cosine at least `topic`, strictly later,
     not one lineage, not both a question and its answer."""
-    when = np.array([h.memory.valid_from.timestamp() for h in hits])
-    lineage = np.array([h.memory.lineage_id for h in hits])
-    asked = np.array(asks, dtype=bool)
-    ok = (cosines >= topic) & (when[:, None] < when[None, :]) & (lineage[:, None] != lineage[None, :])
-    ok &= ~(asked[:, None] & asked[None, :])
-    older, newer = np.nonzero(ok)
-    return older, newer
+    when = [h.memory.valid_from for h in hits]
+    lineage = [h.memory.lineage_id for h in hits]
+    near = (cosines >= topic).tolist()  # a window is a few hits: its pairs are walked in Python
+    pairs = [
+        (i, j)
+        for i, row in enumerate(near)
+        for j, close in enumerate(row)
+        if close and when[i] < when[j] and lineage[i] != lineage[j] and not (asks[i] and asks[j])
+    ]
+    if not pairs:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    older, newer = zip(*pairs, strict=True)
+    return np.array(older, np.intp), np.array(newer, np.intp)
