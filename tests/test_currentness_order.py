@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import Clock
 
-from agentmem import Memory
+from agentmem import Memory, slots
 from agentmem.currentness import analysis, pair
 from agentmem.currentness.order import PAIR_MODEL, SAME_QUESTION, order
 from agentmem.records import Hit, MemoryVersion, ScoreParts
@@ -98,6 +98,19 @@ def test_events_and_question_pairs_are_not_ordered_by_the_model() -> None:
 def test_a_slot_rule_orders_without_marking() -> None:
     out = order(HITS, window=10, vectors={}, analyses=READ, model=None, rule_pairs=[(0, 2)])
     assert ids(out) == [3, 1, 2] and all(h.older_than is None for h in out)
+
+
+def test_without_the_value_rules_hits_pair_on_a_question_or_on_enough_query_words() -> None:
+    hits = [
+        hit(1, "The nightly backup runs at 2am", 0),
+        hit(2, "Who won the Super Bowl last year? The Chiefs.", 1),
+        hit(3, "The backup disk holds 2TB", 2),  # one query word: too few to pair with anyone
+        hit(4, "The nightly backup runs at 4am", 5),
+        hit(5, "Who won the Super Bowl last year? The Eagles.", 6),
+        hit(6, "Lunch is at noon", 7),
+    ]
+    q = slots.query_words("when does the nightly backup run")
+    assert slots.pairs(hits, read(hits), q, frozenset(), query_words_needed=2, value_rules=False) == [(0, 3), (1, 4)]
 
 
 def test_the_shipped_model_reads_only_its_own_embedders_vectors() -> None:
