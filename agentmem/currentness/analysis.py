@@ -92,7 +92,7 @@ class Analysis:
     hits more than the rest of its currentness stage.
     """
 
-    __slots__ = ("_claims", "_conversation", "_said", "_sentences", "_text", "question", "words")
+    __slots__ = ("_conversation", "_sentences", "_split", "_text", "question", "words")
 
     def __init__(self, words: np.ndarray, question: tuple[str, str] | None, sentences: tuple[Claim, ...] | msgspec.Raw,
                  conversation: bool, text: Words | msgspec.Raw) -> None:  # fmt: skip
@@ -101,22 +101,15 @@ class Analysis:
         self._conversation = conversation
         self._sentences = sentences
         self._text = text
-        self._claims: tuple[Claim, ...] | None = None
-        self._said: tuple[Claim, ...] | None = None
+        self._split: tuple[tuple[Claim, ...], tuple[Claim, ...]] | None = None  # (claims, said), when first read
 
     @property
     def claims(self) -> tuple[Claim, ...]:
-        if self._claims is None:
-            self._split()
-        assert self._claims is not None
-        return self._claims
+        return self._claims_and_said()[0]
 
     @property
     def said(self) -> tuple[Claim, ...]:
-        if self._said is None:
-            self._split()
-        assert self._said is not None
-        return self._said
+        return self._claims_and_said()[1]
 
     @property
     def text(self) -> Words:
@@ -124,16 +117,18 @@ class Analysis:
             self._text = _WORDS.decode(self._text)
         return self._text
 
-    def _split(self) -> None:
-        """`claims` and `said` from the sentences (decoded when stored): a conversation's claims are
-        those of its sentences that state a value."""
-        s = self._sentences
-        sentences = _SENTENCES.decode(s) if isinstance(s, msgspec.Raw) else s
-        if self._conversation:
-            self._said = sentences
-            self._claims = tuple(c for c in sentences if c.words.values and len(c.described) >= MIN_WORDS)
-        else:
-            self._said, self._claims = (), sentences
+    def _claims_and_said(self) -> tuple[tuple[Claim, ...], tuple[Claim, ...]]:
+        """`claims` and `said` from the sentences (decoded when stored, once): a conversation's claims
+        are those of its sentences that state a value."""
+        if self._split is None:
+            s = self._sentences
+            sentences = _SENTENCES.decode(s) if isinstance(s, msgspec.Raw) else s
+            if self._conversation:
+                claims = tuple(c for c in sentences if c.words.values and len(c.described) >= MIN_WORDS)
+                self._split = (claims, sentences)
+            else:
+                self._split = (sentences, ())
+        return self._split
 
 
 # How `analyse` reads a text. Raise it with any change to what it makes: stored analyses of an
