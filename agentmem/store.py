@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,10 +48,18 @@ COLUMNS = (
     "supersede_similarity", "content_hash", "archived_at", "deleted_at", "status_reason",
 )  # fmt: skip
 SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM memories"
+_TIMES = tuple(i for i, name in enumerate(COLUMNS) if name.endswith("_at") or name in ("valid_from", "valid_to"))
 INDEXABLE = "is_latest AND status = 'active'"
 
 
 def to_version(row: Sequence[Any]) -> MemoryVersion:
+    """A version from a row in `COLUMNS` order. Its times are put in `datetime.UTC`: the drivers give
+    them a `zoneinfo` UTC, with which every comparison and subtraction on recall's hot path costs
+    three times as much (~0.5 against ~0.16 us)."""
+    row = list(row)
+    for i in _TIMES:
+        if (t := row[i]) is not None and t.tzinfo is not UTC:
+            row[i] = t.astimezone(UTC)
     d = dict(zip(COLUMNS, row, strict=True))
     subject, predicate, obj = d.pop("subject"), d.pop("predicate"), d.pop("object")
     d["triple"] = Triple(subject, predicate, obj) if subject is not None else None
