@@ -74,6 +74,9 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     text_commit_every: int = 256  # changes waiting in the BM25 writer that make the writer commit it
     text_commit_seconds: float = 0.5  # quiet time after which waiting BM25 changes are committed
     vector_flush_every: int = 20_000  # changes between saves of the vector graph (the outbox covers the rest)
+    # DuckDB's worker threads (the embedded store): one runs each small statement on the caller's
+    # thread, ~12% off a write (docs/design/benchmark-notes.md); more can speed a large scan on many cores
+    store_threads: int = 1
     # PostgreSQL: how long one statement waits for a lock, and how long a batch is run again
     # (with jittered backoff) after a deadlock or lock timeout before its callers hear the conflict
     lock_timeout_seconds: float = 5.0
@@ -86,5 +89,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("slot_window must be at least 0 and slot_query_words at least 1")
         if self.sweep_max < 1:
             raise ValueError("sweep_max must be at least 1")
+        if self.store_threads < 1:
+            raise ValueError("store_threads must be at least 1")
         if not 0 < self.lock_timeout_seconds <= self.retry_deadline_seconds:
             raise ValueError("lock_timeout_seconds must be more than 0 and at most retry_deadline_seconds")

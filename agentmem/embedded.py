@@ -48,7 +48,7 @@ class Embedded:
 
     def __init__(self, path: Path, *, dim: int, config: Config) -> None:
         self.path, self.dim, self.config = path, dim, config
-        self.store = Store(path / DB_FILE)
+        self.store = Store(path / DB_FILE, threads=config.store_threads)
         try:
             self.live = LiveSet(self.store.versions(Filter(current_only=True)))
             self._read_analyses()

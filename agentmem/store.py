@@ -571,7 +571,8 @@ class StoreOfRecord(ABC):
 class Store(StoreOfRecord):
     """The DuckDB file under a data directory."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, threads: int | None = None) -> None:
+        """Open (and migrate) the file; `threads`: DuckDB's worker threads (None: its default, one per core)."""
         self.path = path
         try:
             self._conn = duckdb.connect(str(path))
@@ -585,6 +586,8 @@ class Store(StoreOfRecord):
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {path}: {exc}") from exc
         self._conn.execute("SET TimeZone = 'UTC'")
+        if threads is not None:
+            self._conn.execute(f"SET threads = {int(threads)}")
         self.schema_version = migrate(self._conn)
         self._local = threading.local()
         self._cursor_lock = threading.Lock()

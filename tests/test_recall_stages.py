@@ -124,3 +124,17 @@ def test_times_read_from_a_store_come_back_in_datetime_utc(tmp_path: Path, embed
     for name in ("created_at", "valid_from", "last_reinforced_at"):
         t = getattr(back, name)
         assert t.tzinfo is STDLIB_UTC and t == getattr(got, name)
+
+
+@pytest.mark.embedded
+def test_the_store_runs_duckdb_on_the_threads_configured(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """`Config.store_threads` (1 by default: a small statement runs on the caller's thread) is the
+    DuckDB setting of the store the memory opens."""
+    from agentmem.config import Config
+
+    for threads in (None, 2):
+        config = Config() if threads is None else Config(store_threads=threads)
+        with Memory(tmp_path, embedder=embedder, config=config) as mem:
+            assert mem.store.scalar("SELECT current_setting('threads')") == (threads or 1)
+    with pytest.raises(ValueError, match="store_threads"):
+        Config(store_threads=0)
