@@ -77,6 +77,8 @@ class LiveSet:
         old = self._by_id.get(v.id)
         self._by_id[v.id] = v  # replaced in place: a concurrent recall never finds it missing
         if old is not None:
+            if _looked_up_by(old) == _looked_up_by(v):
+                return  # an access count, a reinforcement: found the same way, with the same analysis
             self._unlink(old)
             if (old.content, old.kind) != (v.content, v.kind):
                 self._analysis.pop(v.id, None)
@@ -160,3 +162,10 @@ class LiveSet:
 
     def by_content(self, project: str, content: str) -> MemoryVersion | None:
         return self._newest(self._by_norm, (project, identity(content)))
+
+
+def _looked_up_by(v: MemoryVersion) -> tuple[object, ...]:
+    """What a version's lookups and analysis are made from: a refresh that changes none of it (the
+    access counts flushed every few seconds, a reinforcement) keeps them as they are, instead of
+    reading the text again (`text.identity`)."""
+    return v.content, v.kind, v.project, v.key, v.triple

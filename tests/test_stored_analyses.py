@@ -129,3 +129,35 @@ def test_the_write_time_rules_read_a_candidate_from_its_stored_analysis(open_mem
     r = again.remember("The nightly backup runs at 4am", project="p")
     assert r.superseded_id == old.id  # the rules compared the two
     assert seen == ["The nightly backup runs at 4am"]  # the old text's came from its stored analysis
+
+
+def test_a_refreshed_version_keeps_its_lookups_and_analysis_without_reading_its_text(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The access counts flushed every few seconds put every recalled version again: one whose
+    content, kind, project, key and triple are unchanged is found as before, keeps its analysis,
+    and its text is not read again; a new content is relinked and analysed anew."""
+    from datetime import UTC, datetime
+
+    import msgspec
+
+    from agentmem import live as live_module
+    from agentmem.live import LiveSet
+    from agentmem.records import MemoryVersion
+    from agentmem.text import identity, sha256
+
+    when = datetime(2026, 6, 1, tzinfo=UTC)
+    v = MemoryVersion(
+        id=1, lineage_id=1, version=1, parent_id=None, is_latest=True, status="active", content="We deploy on Fly.io",
+        tier="semantic", kind="fact", project="p", source="api", salience=0.5, confidence=0.9, created_at=when,
+        valid_from=when, last_reinforced_at=when, content_hash=sha256("We deploy on Fly.io"),
+    )  # fmt: skip
+    live = LiveSet([v])
+    live.hold_analyses({1: analysis.analyse(v.content, v.kind)})
+    read: list[str] = []
+    monkeypatch.setattr(live_module, "identity", lambda text: read.append(text) or identity(text))
+    live.put(msgspec.structs.replace(v, accesses=3, last_accessed_at=when))
+    assert read == [] and live.get(1).accesses == 3  # type: ignore[union-attr]
+    assert live.by_content("p", "we deploy on fly.io").id == 1 and 1 in live.analyses([v])  # type: ignore[union-attr]
+    moved = msgspec.structs.replace(v, content="We deploy on Render")
+    live.put(moved)
+    assert live.by_content("p", "We deploy on Fly.io") is None and live.by_content("p", "we deploy on render").id == 1  # type: ignore[union-attr]
+    assert live.analyses([moved]) == {}  # the old text's analysis is gone with it
