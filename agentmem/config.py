@@ -63,7 +63,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     purge_index_files: bool = True  # after a governance delete, rebuild BM25 so no segment keeps the text
     max_content_chars: int = 32_000
     max_name_chars: int = 200
-    shortlist: int = 20  # candidates per index for the supersession check
+    shortlist: int = 20  # nearest current memories (by vector) the supersession check reads
     recall_candidates: int = 50  # per index, at least; grows with k
     claims: ClaimRules = ClaimRules()  # which sentences of an observed turn become claims (agentmem.claims)
     slot_window: int = 10  # the best hits compared for the same slot stated twice (agentmem.slots); 0: off

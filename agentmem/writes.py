@@ -121,7 +121,7 @@ def apply(port: Port, w: Write, new: NewMemory, content_hash: str, actor: str, d
 
 
 def _decide(port: Port, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[Decision, list[MemoryVersion]]:
-    """Gather the current memories the rules look at (by key, by slot, by content, by search),
+    """Gather the current memories the rules look at (by key, by slot, by content, by vector),
     and decide; the decision and the search candidates.
 
     An expired memory no longer counts: it is neither reinforced nor superseded.
@@ -138,27 +138,17 @@ def _decide(port: Port, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[D
         if new.triple is not None:
             slotted = alive(w.by_slot(project, slot_of(new.triple.subject, new.triple.predicate)))
         exact = alive(w.by_content(project, new.content))
-    n = port.config.shortlist
-    ix = port.indexes
-    cosines = dict(ix.search_vector(vector, n, project=project))
-    ids = list(dict.fromkeys([i for i, _ in ix.search_text(new.content, n, project=project)] + list(cosines)))
-    waiting = ix.waiting()  # not found by text search yet: versions waiting for the BM25 commit
-    found = w.many(ids + waiting)
-    candidates = [m for i in ids if (m := alive(found.get(i))) is not None and m.project == project]
-    seen = {m.id for m in candidates}
-    mine = token_set(new.content)
-    recent = [m for i in waiting if i not in seen and (m := alive(found.get(i))) is not None and m.project == project]
-    unseen = [m for m in w.pending(project) if m.id not in seen] + recent  # and this batch's own
-    unseen = [m for m in dict((m.id, m) for m in unseen).values() if mine & token_set(m.content)]
-    unseen.sort(key=lambda m: -jaccard(mine, token_set(m.content)))
-    extra = unseen[:n]
-    candidates += extra
-    indexed = ix.vectors_of([m.id for m in extra if m.id not in cosines])  # no store round trip
-    for m in extra:
-        own = w.vector(m.content_hash)
-        own = indexed.get(m.id) if own is None else own
-        if m.id not in cosines and own is not None:
-            cosines[m.id] = float(np.dot(vector, own))
+    # The shortlist is the nearest current memories by vector: a rule needs a candidate's cosine
+    # (one it lacks counts as 0, under every rule's floor), and a near duplicate is near in
+    # meaning too. The unit's own inserts are in no index yet: they are compared here.
+    cosines = dict(port.indexes.search_vector(vector, port.config.shortlist, project=project))
+    found = w.many(list(cosines))
+    candidates = [m for i in cosines if (m := alive(found.get(i))) is not None and m.project == project]
+    mine = [(float(np.dot(vector, own)), m) for m in w.pending(project)
+            if m.id not in cosines and (own := w.vector(m.content_hash)) is not None]  # fmt: skip
+    for cos, m in sorted(mine, key=lambda cm: -cm[0])[: port.config.shortlist]:
+        candidates.append(m)
+        cosines[m.id] = cos
     # Claims meet claims only: what was said in passing never retires (or counts as) a remembered
     # or consolidated memory, nor the other way round (the slot test orders them at recall).
     is_claim = new.kind == claims.CLAIM

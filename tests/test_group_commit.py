@@ -113,7 +113,10 @@ def test_a_recall_right_after_a_remember_sees_it(memory: Memory) -> None:
 
 @pytest.mark.embedded
 def test_supersession_sees_writes_that_wait_for_the_bm25_commit(memory: Memory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(memory.indexes, "search_vector", lambda *a, **k: [])  # words only
+    def no_text_search(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("a write reads its candidates from the vectors, not from text search")
+
+    monkeypatch.setattr(memory.indexes, "search_text", no_text_search)
     old = memory.remember("The nightly backup job runs at two in the morning on the main server", project="p")
     assert old.memory.id in memory.indexes.waiting()  # text search cannot find it yet
     new = memory.remember("The nightly backup job runs at two in the morning on the main server now", project="p")
