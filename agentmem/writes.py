@@ -144,9 +144,9 @@ def _decide(port: Port, w: Write, new: NewMemory, vector: np.ndarray) -> tuple[D
     cosines = dict(port.indexes.search_vector(vector, port.config.shortlist, project=project))
     found = w.many(list(cosines))
     candidates = [m for i in cosines if (m := alive(found.get(i))) is not None and m.project == project]
-    mine = [(float(np.dot(vector, own)), m) for m in w.pending(project)
+    inserted = [(float(np.dot(vector, own)), m) for m in w.pending(project)
             if m.id not in cosines and (own := w.vector(m.content_hash)) is not None]  # fmt: skip
-    for cos, m in sorted(mine, key=lambda cm: -cm[0])[: port.config.shortlist]:
+    for cos, m in sorted(inserted, key=lambda cm: -cm[0])[: port.config.shortlist]:
         candidates.append(m)
         cosines[m.id] = cos
     # Claims meet claims only: what was said in passing never retires (or counts as) a remembered
