@@ -9,6 +9,7 @@ would have), search in the database, and moving a data directory into it.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -449,3 +450,41 @@ def test_an_import_does_not_wait_for_a_reader_to_set_the_index_aside(tmp_path: P
         assert _vector_index(database_url) == before
         reader.rollback()
         assert pg.check().ok
+
+
+def _table_counts(url: str, at_least: tuple[int, int]) -> tuple[int, int, int]:
+    """(inserted, updated, of those heap-only) rows of `memories`, once the server's statistics
+    show at least `at_least` (inserted, updated): a closed node's counts arrive a moment after it
+    exits."""
+    deadline = time.monotonic() + 20
+    while True:
+        row = _rows(url, "SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                         "WHERE relname = 'memories'")[0]  # fmt: skip
+        ins, upd, hot = (int(x) for x in row)  # type: ignore[call-overload]
+        if ins >= at_least[0] and upd >= at_least[1] or time.monotonic() > deadline:
+            return ins, upd, hot
+        time.sleep(0.05)
+
+
+def test_counting_accesses_rewrites_no_index_entry(tmp_path: Path, database_url: str) -> None:
+    """`memories` leaves room on each page (`schema.MEMORY_FILL`), so a recall's access counts
+    update its versions in place (heap-only), with no new entry in the vector or text index; a
+    database of schema 5 gets the room when it is opened."""
+    with _node(tmp_path, "a", database_url) as mem:
+        for n in range(60):
+            mem.remember(f"Note {n}: the garden needs {n} litres of water in week {n % 7}", project="p")
+    ins, upd, hot = _table_counts(database_url, (60, 0))
+    with _node(tmp_path, "b", database_url) as mem:
+        for n in range(20):  # each round's counts written before the next
+            assert len(mem.recall(f"garden water in week {n % 7}", project="p", k=10)) == 10
+            mem.flush()
+    _, upd2, hot2 = _table_counts(database_url, (ins, upd + 200))
+    assert upd2 - upd == 200 and hot2 - hot >= 185  # 193 here; 131 with pages packed full
+    options = "SELECT reloptions FROM pg_class WHERE relname = 'memories'"
+    assert _rows(database_url, options) == [(["fillfactor=80"],)]
+    with psycopg.connect(database_url) as conn:  # as schema 5 left it
+        conn.execute("ALTER TABLE memories RESET (fillfactor)")
+        conn.execute("UPDATE agentmem_meta SET value = '5' WHERE name = 'schema_version'")
+    with _node(tmp_path, "c", database_url) as mem:
+        assert mem.check().ok
+    assert _rows(database_url, options) == [(["fillfactor=80"],)]

@@ -14,7 +14,10 @@ from typing import Any
 
 from agentmem.errors import SchemaTooNewError, StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+# how full PostgreSQL packs a page of `memories`: the room left lets a version's counters (accesses,
+# reinforcements) change in place, a heap-only update, instead of a new entry in every index (HNSW too)
+MEMORY_FILL = 80
 CURRENT = "is_latest AND status = 'active'"
 M_CURRENT = "m.is_latest AND m.status = 'active'"  # the same, on the alias m
 PROJECTS_OF = "SELECT id, project FROM memory_projects WHERE id = ANY(?::bigint[])"  # each id's project
@@ -99,6 +102,9 @@ UPGRADES: dict[int, list[str]] = {
     5: [  # each version's text analysis (`agentmem.currentness.analysis`), made when written
         "ALTER TABLE memories ADD COLUMN IF NOT EXISTS analysis bytea",
     ],
+    6: [  # room on each page for counters updated in place; pages written from now on get it
+        f"ALTER TABLE memories SET (fillfactor = {MEMORY_FILL})",
+    ],
 }
 
 META = "CREATE TABLE IF NOT EXISTS agentmem_meta (name text PRIMARY KEY, value text NOT NULL)"
@@ -159,7 +165,7 @@ def statements(dim: int) -> list[str]:
             embedding vector({int(dim)}),
             analysis bytea,
             PRIMARY KEY (project, id)
-        )""",
+        ) WITH (fillfactor = {MEMORY_FILL})""",
         "CREATE INDEX memories_by_id ON memories (id)",
         "CREATE INDEX memories_by_lineage ON memories (project, lineage_id, version)",
         f"CREATE INDEX memories_by_key ON memories (project, key) WHERE {CURRENT} AND key IS NOT NULL",
